@@ -1,0 +1,18 @@
+"""scons-mlir-gpu's compiler core: MLIR gpu.modules to host objects, stage by stage, byte-identical to
+`mlir-opt --gpu-module-to-binary` (MLIR 22), usable without SCons.
+
+    from mlirgpu import CompileOptions, compile_to_object
+    compile_to_object("k.mlir", "k.o", CompileOptions(format="bin", dump_dir="k.dumps"))
+"""
+import os
+
+from .errors import CompileError
+from .options import CompileOptions
+from .pipeline import STAGES, compile_file, compile_to_object
+
+__version__ = "0.1.0"
+
+# For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
+TOOLPATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_tools")
+
+__all__ = ["CompileError", "CompileOptions", "STAGES", "TOOLPATH", "compile_file", "compile_to_object"]

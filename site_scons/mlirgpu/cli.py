@@ -1,0 +1,46 @@
+"""`mlirgpu compile IN.mlir -o OUT.o`: the compiler core from the command line (any build system)."""
+import argparse
+import sys
+
+from .errors import CompileError
+from .options import FORMATS, CompileOptions
+from .pipeline import compile_to_object
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="mlirgpu", description="Stage-by-stage MLIR GPU compiler.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    compile_ = commands.add_parser("compile", help="compile the gpu.modules of a .mlir file to a host object")
+    compile_.add_argument("input")
+    compile_.add_argument("-o", "--output", required=True)
+    compile_.add_argument("--format", choices=FORMATS, default="fatbin")
+    compile_.add_argument("--section", default="", help="ELF section of the embedded binaries (default .rodata)")
+    compile_.add_argument("--toolkit", default="", help="CUDA or ROCm root")
+    compile_.add_argument("-l", dest="link_libs", action="append", default=[], metavar="LIB.bc")
+    compile_.add_argument("--opts", default="", help="extra options for ptxas")
+    compile_.add_argument("--dump-intermediates", dest="dump_dir", default="", metavar="DIR")
+    compile_.add_argument("--target", choices=("nvvm", "rocdl"), default="",
+                          help="target for gpu.modules that carry none (lowered first)")
+    compile_.add_argument("--chip", default="")
+    compile_.add_argument("--features", default="")
+    compile_.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=None)
+    compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    options = CompileOptions(
+        format=args.format, section=args.section, toolkit=args.toolkit, link_libs=tuple(args.link_libs),
+        opts=args.opts, dump_dir=args.dump_dir, target=args.target, chip=args.chip, features=args.features,
+        opt_level=args.opt_level,
+    )
+    try:
+        result = compile_to_object(args.input, args.output, options)
+    except CompileError as exc:
+        print(f"mlirgpu: {exc}", file=sys.stderr)
+        return 1
+    if args.timings:
+        for stage, seconds in result.timings.items():
+            print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)
+    return 0

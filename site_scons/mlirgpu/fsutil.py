@@ -1,0 +1,40 @@
+"""Atomic file writes: a temp file in the destination's folder, then `os.replace`.
+
+A build interrupted at any point leaves either the old file or the new one, never a truncated file that a build
+system would take as up to date.
+"""
+import os
+import tempfile
+
+from .errors import CompileError
+
+
+def write_atomic(path, data):
+    """Write bytes or str to `path` atomically, creating its folder."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    except OSError as exc:
+        raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="make the folder writable") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="free disk space or make it writable") from exc
+
+
+def remove_quietly(path):
+    """Remove `path` if it exists (used to take away outputs of a failed compile)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,205 @@
+"""LLVM work done in a worker process with llvmlite: the middle stages of the pipeline and the host object.
+
+These functions run inside `workers.LLVMWorker` processes, never in the caller: llvmlite serialises all LLVM
+calls of a process behind one lock, and an LLVM fatal error ends the process that hit it. A job's live LLVM
+module stays here between stage calls (keyed by job id), so link, optimize and ISA emission see exactly the
+module upstream's `ModuleToObject` would, with no text round trip in between.
+
+Emulating upstream (see shared reference notes): `Linker::linkInModule(lib, LinkOnlyNeeded, internalize)` is
+reproduced with llvmlite's plain `link_in` by giving library definitions the destination does not declare
+`linkonce_odr` linkage (so only referenced ones are pulled in, in order), then internalizing what was imported.
+"""
+import os
+
+import llvmlite
+import llvmlite.binding as llvm
+
+_LOCAL = {"internal", "private"}
+_KEEP_LINKAGE = _LOCAL | {"appending", "linkonce_odr", "linkonce_any"}
+
+_jobs = {}
+_library_cache = {}
+
+
+def init_worker(stderr_path, expected_major):
+    """Process initializer: send LLVM's own messages to a file the caller reads if we die."""
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 2)
+    os.close(fd)
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_asmparser()
+    # Bitcode we write and re-read (cleaned libraries) keeps its use-lists, so nothing differs from upstream.
+    llvm.set_option("mlirgpu", "-preserve-bc-uselistorder")
+    if llvm.llvm_version_info[0] != expected_major:
+        raise RuntimeError(
+            f"llvmlite {llvmlite.__version__} bundles LLVM {llvm.llvm_version_info[0]}, but the MLIR tools are "
+            f"LLVM {expected_major}: install the llvmlite release pinned in pyproject.toml"
+        )
+
+
+class _Job:
+    def __init__(self, module, context, machine):
+        self.module = module
+        self.context = context
+        self.machine = machine
+
+
+def _target_machine(triple, chip, features, opt_level):
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(
+        cpu=chip, features=features, opt=opt_level, reloc="default", codemodel="default"
+    )
+
+
+def start(job_id, llvm_ir, triple, chip, features, opt_level):
+    """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target."""
+    context = llvm.create_context()
+    module = llvm.parse_assembly(llvm_ir, context=context)
+    machine = _target_machine(triple, chip, features, opt_level)
+    module.data_layout = str(machine.target_data)
+    module.triple = machine.triple
+    _jobs[job_id] = _Job(module, context, machine)
+    return str(module)
+
+
+def undefined_functions(job_id):
+    """Names of functions the module declares but does not define (what device libraries may provide)."""
+    return sorted(f.name for f in _jobs[job_id].module.functions if f.is_declaration)
+
+
+def add_control_constants(job_id, constants, flags):
+    """Pre-link hook primitive: append constants `(name, bits, value, align)` and module flags.
+
+    The constants are `linkonce_odr protected local_unnamed_addr addrspace(4)`, as upstream's ROCDL pre-link
+    creates them; names the module already has are skipped.
+    """
+    job = _jobs[job_id]
+    existing = {g.name for g in job.module.global_variables}
+    lines = [f'target datalayout = "{job.module.data_layout}"', f'target triple = "{job.module.triple}"']
+    added = []
+    for name, bits, value, align in constants:
+        if name in existing:
+            continue
+        lines.append(f"@{name} = protected local_unnamed_addr addrspace(4) constant i{bits} {value}, align {align}")
+        added.append(name)
+    if flags:
+        refs = ", ".join(f"!{i}" for i in range(len(flags)))
+        lines.append(f"!llvm.module.flags = !{{{refs}}}")
+        for i, (behaviour, key, value) in enumerate(flags):
+            lines.append(f'!{i} = !{{i32 {behaviour}, !"{key}", i32 {value}}}')
+    extra = llvm.parse_assembly("\n".join(lines) + "\n", context=job.context)
+    job.module.link_in(extra)
+    for name in added:
+        job.module.get_global_variable(name).linkage = "linkonce_odr"
+
+
+def _load_library(path, context, strip_named, triple, data_layout):
+    """Parse a bitcode library into `context`; libraries that need cleaning are cleaned once and cached."""
+    stat = os.stat(path)
+    key = (path, stat.st_mtime_ns, stat.st_size, tuple(strip_named), triple, data_layout)
+    data = _library_cache.get(key)
+    if data is None:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if strip_named or triple:
+            data = _clean_library(data, strip_named, triple, data_layout)
+        _library_cache[key] = data
+    return llvm.parse_bitcode(data, context=context)
+
+
+def _clean_library(data, strip_named, triple, data_layout):
+    """Erase named metadata and retarget a library, keeping use-list order through the text form."""
+    scratch = llvm.create_context()
+    llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=true")
+    try:
+        text = str(llvm.parse_bitcode(data, context=scratch))
+    finally:
+        llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=false")
+    kept = []
+    for line in text.splitlines():
+        if any(line.startswith(f"!{name} = ") for name in strip_named):
+            continue
+        if triple and line.startswith("target triple = "):
+            line = f'target triple = "{triple}"'
+        elif data_layout and line.startswith("target datalayout = "):
+            line = f'target datalayout = "{data_layout}"'
+        kept.append(line)
+    return llvm.parse_assembly("\n".join(kept) + "\n", context=scratch).as_bitcode()
+
+
+def _definitions(module):
+    for value in list(module.functions) + list(module.global_variables):
+        if not value.is_declaration:
+            yield value
+
+
+def link(job_id, libraries):
+    """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize."""
+    job = _jobs[job_id]
+    module = job.module
+    for path, strip_named, retarget in libraries:
+        library = _load_library(
+            path,
+            job.context,
+            strip_named,
+            module.triple if retarget else None,
+            module.data_layout if retarget else None,
+        )
+        declared = {v.name for v in list(module.functions) + list(module.global_variables) if v.is_declaration}
+        defined_before = {v.name for v in _definitions(module)}
+        imported = set()
+        for value in _definitions(library):
+            imported.add(value.name)
+            if str(value.linkage.name) not in _KEEP_LINKAGE and value.name not in declared:
+                value.linkage = "linkonce_odr"
+        module.link_in(library)
+        for value in _definitions(module):
+            if value.name in imported and value.name not in defined_before:
+                if value.linkage.name not in _LOCAL and value.linkage.name != "appending":
+                    value.linkage = "internal"
+                    value.visibility = "default"
+    return str(module)
+
+
+def optimize(job_id, opt_level):
+    """Stage `opt.ll`: LLVM's default per-module pipeline at O<opt_level>, as MLIR's OptUtils builds it."""
+    job = _jobs[job_id]
+    tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    tuning.loop_unrolling = True
+    tuning.loop_interleaving = True
+    tuning.loop_vectorization = True
+    tuning.slp_vectorization = True
+    builder = llvm.create_pass_builder(job.machine, tuning)
+    builder.getModulePassManager().run(job.module, builder)
+    return str(job.module)
+
+
+def emit_isa(job_id):
+    """Stage `isa`: PTX or AMDGCN assembly from the optimized module; the job ends here."""
+    job = _jobs.pop(job_id)
+    return job.machine.emit_assembly(job.module)
+
+
+def drop(job_id):
+    """Forget a job (after a failure in the caller)."""
+    _jobs.pop(job_id, None)
+
+
+def _ir_bytes(data):
+    return "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
+
+
+def host_object(symbols, section, triple="x86_64-unknown-linux-gnu"):
+    """An ELF relocatable object holding each `(symbol, bytes)` as `symbol` (8-aligned, read-only, external)
+    plus `symbol_size` (uint64). The blobs go to `section` when one is given, else `.rodata`."""
+    context = llvm.create_context()
+    lines = ['source_filename = "mlirgpu"', f'target triple = "{triple}"']
+    placement = f', section "{section}"' if section else ""
+    for name, data in symbols:
+        lines.append(f'@{name} = constant [{len(data)} x i8] c"{_ir_bytes(data)}"{placement}, align 8')
+        lines.append(f"@{name}_size = constant i64 {len(data)}, align 8")
+    module = llvm.parse_assembly("\n".join(lines) + "\n", context=context)
+    machine = llvm.Target.from_triple(triple).create_target_machine(reloc="pic", codemodel="default")
+    module.data_layout = str(machine.target_data)
+    return machine.emit_object(module)

@@ -1,0 +1,231 @@
+"""From a `.mlir` file to its `gpu.module`s: normalise with mlir-opt, lower target-neutral code, split.
+
+`mlir-opt --mlir-print-local-scope --mlir-print-debuginfo` prints the file with aliases inlined and locations
+kept; top-level ops print at indentation 2, so each direct child `gpu.module` is the run of lines from
+`  gpu.module @...` to the next line starting with `  }` (printed strings never hold raw newlines). Each piece is
+then a standalone module for `mlir-translate --no-implicit-module`. Local-scope printing drops the
+`{-# dialect_resources #-}` trailer, so it is taken from a plain print and appended to pieces that use it.
+"""
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+from . import toolchain
+from .attrs import matching_close, parse_parameters
+from .errors import CompileError
+from .targets import TARGETS, target_for_attribute
+
+_MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)')
+_LOC = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)\s*$')
+_TARGET = re.compile(r"#(\w+\.target)<")
+
+
+@dataclass(frozen=True)
+class TargetAttr:
+    """One `#nvvm.target` / `#rocdl.target` attribute of a gpu.module, with upstream's defaults applied."""
+
+    target: object  # the targets.Target implementation
+    text: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def chip(self):
+        return self.params.get("chip", self.target.default_chip)
+
+    @property
+    def triple(self):
+        return self.params.get("triple", self.target.default_triple)
+
+    @property
+    def features(self):
+        return self.params.get("features", "")
+
+    @property
+    def opt_level(self):
+        return int(self.params.get("O", self.target.default_opt_level))
+
+    @property
+    def link(self):
+        return tuple(self.params.get("link", ()))
+
+    @property
+    def flags(self):
+        return self.params.get("flags", {}) or {}
+
+    @property
+    def abi(self):
+        return self.params.get("abi", "600")
+
+
+@dataclass(frozen=True)
+class GpuModule:
+    name: str
+    line: int
+    text: str
+    targets: tuple
+
+
+def _run_mlir_opt(args, source, what):
+    tool = toolchain.llvm_tool("mlir-opt")
+    try:
+        result = subprocess.run([tool, *args], capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(f"mlir-opt timed out while {what}", file=source) from exc
+    if result.returncode != 0:
+        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what)
+    return result.stdout.decode("utf-8")
+
+
+def mlir_diagnostic(stderr, source, what, fix=None):
+    """The first `file:line:col: error: ...` of an MLIR tool's output as a CompileError on `source`."""
+    for line in stderr.splitlines():
+        match = re.match(r"^(.*?):(\d+):(\d+): error: (.*)$", line)
+        if match:
+            return CompileError(match.group(4), file=source, line=int(match.group(2)), fix=fix, detail=stderr)
+    first = stderr.strip().splitlines()[0] if stderr.strip() else "failed"
+    return CompileError(f"{what}: {first}", file=source, fix=fix, detail=stderr)
+
+
+def _read_source(path):
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise CompileError(f"cannot read: {exc.strerror}", file=path) from exc
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CompileError("not a UTF-8 text file", file=path, line=line, fix="pass an MLIR source file") from exc
+
+
+def normalise(path):
+    """The file printed by mlir-opt in local scope with locations (raises on syntax errors)."""
+    _read_source(path)
+    return _run_mlir_opt([path, "--mlir-print-local-scope", "--mlir-print-debuginfo"], path, "parsing")
+
+
+def lower(path, target, chip, features, opt_level):
+    """Outline kernels, attach `target`, and lower gpu/arith/memref/math/scf to the target's LLVM dialect."""
+    options = f"chip={chip} O={opt_level}" + (f" features={features}" if features else "")
+    if target.name == "nvvm":
+        attach, convert = f"nvvm-attach-target{{{options}}}", "convert-gpu-to-nvvm"
+    else:
+        attach, convert = f"rocdl-attach-target{{{options}}}", f"convert-gpu-to-rocdl{{chipset={chip}}}"
+    pipeline = (
+        f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
+        f"gpu.module({convert}, canonicalize, cse, reconcile-unrealized-casts))"
+    )
+    return _run_mlir_opt(
+        [path, f"--pass-pipeline={pipeline}", "--mlir-print-local-scope", "--mlir-print-debuginfo"],
+        path,
+        f"lowering target-neutral code for {target.name}",
+    )
+
+
+def lowering_pipeline_needed(text):
+    """True when some gpu.module has no target or host code holds `gpu.launch` (kernel outlining)."""
+    if re.search(r"^\s*(?:%\S+ = )?gpu\.launch\b(?!_)", text, re.M):
+        return True
+    return any(not module.targets for module in split(text, "<normalised>"))
+
+
+def _resources(path, pieces_need):
+    if not pieces_need:
+        return ""
+    plain = _run_mlir_opt([path], path, "reading dialect resources")
+    start = plain.rfind("{-#")
+    return plain[start:] if start >= 0 else ""
+
+
+def _targets_of(head, source, line):
+    """Parse the target list `[#nvvm.target<...>, ...]` of a gpu.module header line."""
+    bracket = head.find("[", head.find("@"))
+    if bracket < 0 or "#" not in head[bracket:]:
+        return ()
+    close = matching_close(head, bracket, "[", "]")
+    targets = []
+    body = head[bracket + 1 : close]
+    pos = 0
+    while True:
+        match = _TARGET.search(body, pos)
+        if not match:
+            break
+        end = matching_close(body, match.end() - 1, "<", ">")
+        target = target_for_attribute(match.group(1))
+        text = body[match.start() : end + 1]
+        if target is None:
+            raise CompileError(
+                f"unsupported target attribute #{match.group(1)}",
+                file=source, line=line, fix=f"use one of {', '.join('#' + t.attribute for t in TARGETS.values())}",
+            )
+        try:
+            params = parse_parameters(body[match.end() : end])
+        except (ValueError, IndexError) as exc:
+            raise CompileError(f"cannot read target attribute {text}: {exc}", file=source, line=line) from exc
+        targets.append(TargetAttr(target, text, params))
+        pos = end + 1
+    return tuple(targets)
+
+
+def _symbol(token):
+    if token.startswith('"'):
+        from .attrs import unescape_mlir_string
+
+        return unescape_mlir_string(token[1:-1]).decode("utf-8", "replace")
+    return token
+
+
+def split(text, source):
+    """The direct child gpu.modules of a normalised file, in order."""
+    lines = text.splitlines()
+    modules = []
+    i = 0
+    while i < len(lines):
+        match = _MODULE_HEAD.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and not lines[end].startswith("  }"):
+            end += 1
+        loc = _LOC.search(lines[end]) if end < len(lines) else None
+        line = int(loc.group(1)) if loc else None
+        piece = "\n".join(lines[i : end + 1]) + "\n"
+        modules.append(GpuModule(_symbol(match.group(1)), line, piece, _targets_of(lines[i], source, line)))
+        i = end + 1
+    return modules
+
+
+def load(path, options):
+    """The gpu.modules of `path`, lowered and given a target from `options` where they carry none."""
+    text = normalise(path)
+    modules = split(text, path)
+    if lowering_pipeline_needed(text):
+        if not options.target:
+            untargeted = [m for m in modules if not m.targets]
+            what = f"gpu.module @{untargeted[0].name} has no target" if untargeted else "gpu.launch needs outlining"
+            raise CompileError(
+                what, file=path, line=untargeted[0].line if untargeted else None,
+                fix="pass --target nvvm|rocdl (and --chip) or add a #nvvm.target / #rocdl.target attribute",
+            )
+        target = TARGETS[options.target]
+        chip = options.chip or target.default_chip
+        target.check_chip(chip)
+        opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
+        lowered = split(lower(path, target, chip, options.features, opt_level), path)
+        original = {m.name: m for m in modules if m.targets}
+        modules = [original.get(m.name, m) for m in lowered]
+    uses = [m for m in modules if "dense_resource<" in m.text]
+    trailer = _resources(path, uses)
+    if trailer:
+        modules = [
+            GpuModule(m.name, m.line, m.text + trailer, m.targets) if m in uses else m for m in modules
+        ]
+    return modules
+
+
+def display_name(path):
+    """How a source is named in messages: as given, relative where possible."""
+    return os.path.relpath(path) if os.path.isabs(path) and not os.path.relpath(path).startswith("..") else path

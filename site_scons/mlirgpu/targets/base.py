@@ -1,0 +1,86 @@
+"""The target interface every GPU target implements (one pipeline, per-target hooks)."""
+import functools
+import re
+import subprocess
+
+from .. import toolchain
+from ..errors import CompileError
+
+
+class Library:
+    """A bitcode library to link: its path, named metadata to erase, and whether to retarget it first."""
+
+    def __init__(self, path, strip_named=(), retarget=False):
+        self.path = path
+        self.strip_named = tuple(strip_named)
+        self.retarget = retarget
+
+    def as_args(self):
+        return (self.path, list(self.strip_named), self.retarget)
+
+
+class Target:
+    name = None  # 'nvvm' | 'rocdl': the --target / GPU_TARGET value
+    attribute = None  # the MLIR attribute name, e.g. 'nvvm.target'
+    default_triple = None
+    default_chip = None
+    default_opt_level = 2
+    install_hint = None
+
+    def check_chip(self, chip):
+        """Raise a CompileError naming the supported chips when LLVM does not know `chip`."""
+        known = _processors(self.default_triple)
+        if known and chip not in known:
+            close = [c for c in known if c.startswith(chip[:4])][:12]
+            raise CompileError(
+                f"unknown {self.name} chip '{chip}'",
+                fix=f"use one of LLVM's {self.name} processors, e.g. {', '.join(close or known[:12])}",
+            )
+
+    def libraries(self, job, worker, options):
+        """Pre-link hook plus the ordered list of `Library` objects to link (user -l first, as upstream)."""
+        raise NotImplementedError
+
+    def binary_suffixes(self, fmt):
+        """File suffixes the serializer writes for format `fmt` ('bin' or 'fatbin'); the last is embedded."""
+        raise NotImplementedError
+
+    def serialize(self, job, isa, fmt, options, scratch):
+        """Turn ISA text into binaries: returns {suffix: bytes} for `binary_suffixes(fmt)`."""
+        raise NotImplementedError
+
+
+@functools.lru_cache(maxsize=None)
+def _processors(triple):
+    """The processor names LLVM accepts for `triple` (from `llvm-mc -mcpu=help`)."""
+    try:
+        result = subprocess.run(
+            [toolchain.llvm_tool("llvm-mc"), f"--triple={triple}", "-mcpu=help"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    text = result.stdout + result.stderr
+    section = text.split("Available CPUs for this target:", 1)[-1].split("Available features", 1)[0]
+    return tuple(re.findall(r"^\s+(\S+)\s+- ", section, re.M))
+
+
+def run_tool(argv, what, job, fix=None):
+    """Run an external tool; a failure becomes a CompileError with its output and a repro command."""
+    try:
+        result = subprocess.run(argv, capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(f"module @{job.module.name}: {what} timed out after 600 s", fix=fix) from exc
+    except OSError as exc:
+        raise CompileError(f"module @{job.module.name}: cannot run {argv[0]}: {exc.strerror}", fix=fix) from exc
+    if result.returncode != 0:
+        output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+        first = output.splitlines()[0] if output else f"exit code {result.returncode}"
+        if result.returncode < 0:
+            first = f"{argv[0]} crashed (signal {-result.returncode}); {first}"
+        raise CompileError(
+            f"module @{job.module.name} ({job.chip}): {what} failed: {first}",
+            fix=fix,
+            detail=output + "\nrepro: " + " ".join(argv),
+        )
+    return result

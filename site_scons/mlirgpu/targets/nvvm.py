@@ -1,0 +1,70 @@
+"""NVVM: PTX from LLVM's NVPTX back end, cubin from ptxas, fatbin from fatbinary (CUDA toolkit)."""
+import os
+import re
+import shlex
+
+from .. import toolchain
+from ..errors import ToolMissing
+from .base import Library, Target, run_tool
+
+
+class NVVM(Target):
+    name = "nvvm"
+    attribute = "nvvm.target"
+    default_triple = "nvptx64-nvidia-cuda"
+    default_chip = "sm_50"
+    install_hint = "install a CUDA toolkit or the PyPI wheel nvidia-cuda-nvcc, or pass --toolkit"
+
+    def toolkit(self, options):
+        return toolchain.cuda_toolkit(options.toolkit)
+
+    def libraries(self, job, worker, options):
+        # Upstream order: -l files, the target's link=[...], then libdevice whenever a toolkit is known.
+        paths = list(options.link_libs) + list(job.attr.link)
+        libdevice = toolchain.libdevice(self.toolkit(options))
+        if libdevice:
+            paths.append(libdevice)
+        else:
+            needs = [name for name in worker.undefined_functions(job) if name.startswith("__nv_")]
+            if needs:
+                raise ToolMissing(
+                    f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was found",
+                    fix=self.install_hint,
+                )
+        return [Library(path) for path in paths]
+
+    def binary_suffixes(self, fmt):
+        return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
+
+    def serialize(self, job, isa, fmt, options, scratch):
+        toolkit = self.toolkit(options)
+        ptxas = toolchain.cuda_tool("ptxas", toolkit)
+        ptx_path = os.path.join(scratch, "kernel.ptx")
+        cubin_path = os.path.join(scratch, "kernel.cubin")
+        with open(ptx_path, "w", encoding="utf-8") as handle:
+            handle.write(isa)
+        argv = [ptxas, "-arch", job.chip, ptx_path, "-o", cubin_path, "--opt-level", str(job.opt_level)]
+        argv += shlex.split(options.opts)
+        argv += list(job.attr.flags.get("ptxas-cmd-options", []))
+        run_tool(argv, "ptxas", job, fix=_ptxas_fix(job.chip))
+        with open(cubin_path, "rb") as handle:
+            outputs = {"cubin": handle.read()}
+        if fmt == "fatbin":
+            fatbinary = toolchain.cuda_tool("fatbinary", toolkit)
+            fatbin_path = os.path.join(scratch, "kernel.fatbin")
+            sm = job.chip.split("_", 1)[-1]
+            run_tool(
+                [fatbinary, "-64", f"--image3=kind=elf,sm={sm},file={cubin_path}",
+                 f"--image3=kind=ptx,sm={sm},file={ptx_path}", "--create", fatbin_path],
+                "fatbinary", job,
+            )
+            with open(fatbin_path, "rb") as handle:
+                outputs["fatbin"] = handle.read()
+        return outputs
+
+
+def _ptxas_fix(chip):
+    match = re.match(r"sm_(\d+)", chip)
+    if match and int(match.group(1)) < 75:
+        return f"'{chip}' is older than this ptxas supports; use sm_75 or newer, or an older CUDA toolkit"
+    return "check the chip and the ptxas options (see the repro command)"

@@ -1,0 +1,90 @@
+"""ROCDL: AMDGCN assembly from LLVM's AMDGPU back end, assembled by llvm-mc and linked to HSACO by ld.lld.
+
+The pre-link step follows upstream MLIR 22.1.8: device libraries (ocml, ockl, hip, opencl) are linked only when
+the module calls into them, and the `__oclc_*` control constants and the code object version flag are added.
+"""
+import os
+import re
+
+from .. import toolchain
+from ..errors import CompileError
+from .base import Library, Target, run_tool
+
+_STRIP = ("opencl.ocl.version", "llvm.ident")
+
+
+def isa_version(chip):
+    """`__oclc_ISA_version` as upstream computes it: major*1000 + stepping*100 + minor (gfx942 -> 9204)."""
+    match = re.fullmatch(r"gfx(\d+)([0-9a-f])([0-9a-f])", chip)
+    if not match:
+        raise CompileError(f"cannot read an ISA version from ROCDL chip '{chip}'", fix="use a chip like gfx942")
+    major, minor, stepping = int(match.group(1)), int(match.group(2), 16), int(match.group(3), 16)
+    return major * 1000 + stepping * 100 + minor
+
+
+class ROCDL(Target):
+    name = "rocdl"
+    attribute = "rocdl.target"
+    default_triple = "amdgcn-amd-amdhsa"
+    default_chip = "gfx900"
+    install_hint = "install the Debian package rocm-device-libs, or pass --toolkit / set ROCM_PATH"
+
+    def toolkit(self, options):
+        return toolchain.rocm_toolkit(options.toolkit)
+
+    def needed_libraries(self, undefined):
+        needs = set()
+        for name in undefined:
+            if name.startswith("__ocml_"):
+                needs.add("ocml")
+            elif name.startswith("__ockl_"):
+                needs.add("ockl")
+            elif name == "printf":
+                needs.update(("ocml", "ockl", "opencl"))
+            elif name == "__atomic_work_item_fence":
+                needs.add("hip")
+        return [lib for lib in ("ocml", "ockl", "hip", "opencl") if lib in needs]
+
+    def libraries(self, job, worker, options):
+        flags = job.attr.flags
+        fast = "fast" in flags
+        needed = self.needed_libraries(worker.undefined_functions(job))
+        constants = []
+        if "ocml" in needed:
+            constants += [
+                ("__oclc_finite_only_opt", 8, int(fast or "finite_only" in flags), 1),
+                ("__oclc_daz_opt", 8, int(fast or "daz" in flags), 1),
+                ("__oclc_correctly_rounded_sqrt32", 8, int("unsafe_sqrt" not in flags and not fast), 1),
+                ("__oclc_unsafe_math_opt", 8, int(fast or "unsafe_math" in flags), 1),
+            ]
+        if "ocml" in needed or "ockl" in needed:
+            wave64 = "wave64" in flags or "no_wave64" not in flags
+            constants += [
+                ("__oclc_wavefrontsize64", 8, int(wave64), 1),
+                ("__oclc_ISA_version", 32, isa_version(job.chip), 4),
+                ("__oclc_ABI_version", 32, int(job.attr.abi), 4),
+            ]
+        worker.add_control_constants(job, constants, [(1, "amdhsa_code_object_version", int(job.attr.abi))])
+        user = [Library(path, _STRIP, True) for path in list(options.link_libs) + list(job.attr.link)]
+        if not needed:
+            return user
+        toolkit = self.toolkit(options)
+        return user + [Library(toolchain.rocm_library(toolkit, name), _STRIP, True) for name in needed]
+
+    def binary_suffixes(self, fmt):
+        return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
+
+    def serialize(self, job, isa, fmt, options, scratch):
+        asm_path = os.path.join(scratch, "kernel.s")
+        obj_path = os.path.join(scratch, "kernel.o")
+        hsaco_path = os.path.join(scratch, "kernel.hsaco")
+        with open(asm_path, "w", encoding="utf-8") as handle:
+            handle.write(isa)
+        argv = [toolchain.llvm_tool("llvm-mc"), f"-triple={job.attr.triple}", f"-mcpu={job.chip}"]
+        if job.attr.features:
+            argv.append(f"-mattr={job.attr.features}")
+        run_tool(argv + ["-filetype=obj", asm_path, "-o", obj_path], "assembling the ISA (llvm-mc)", job)
+        lld = toolchain.lld(self.toolkit(options))
+        run_tool([lld, "-shared", obj_path, "-o", hsaco_path], "linking the HSACO (ld.lld)", job)
+        with open(hsaco_path, "rb") as handle:
+            return {"hsaco": handle.read()}
