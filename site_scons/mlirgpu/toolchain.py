@@ -86,16 +86,18 @@ def _nvcc_wheel_roots():
 
 
 def cuda_toolkit(explicit=None):
-    """The CUDA toolkit root holding bin/ptxas (None when there is none)."""
-    candidates = [explicit] if explicit else []
-    candidates += [os.environ.get(var) for var in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")]
+    """The CUDA toolkit root: `explicit` when given (as upstream's toolkit=), else the first root found that
+    holds both bin/ptxas and libdevice (None when there is none)."""
+    if explicit:
+        return os.path.abspath(explicit)
+    candidates = [os.environ.get(var) for var in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")]
     on_path = shutil.which("ptxas")
     if on_path:
         candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(on_path))))
     candidates += _nvcc_wheel_roots()
     candidates.append("/usr/local/cuda")
     for root in candidates:
-        if root and os.path.isfile(os.path.join(root, "bin", "ptxas")):
+        if root and os.path.isfile(os.path.join(root, "bin", "ptxas")) and libdevice(root):
             return os.path.abspath(root)
     return None
 
@@ -120,9 +122,10 @@ def cuda_tool(name, toolkit):
 
 
 def rocm_toolkit(explicit=None):
-    """The ROCm root holding amdgcn/bitcode (None when there is none)."""
-    candidates = [explicit] if explicit else []
-    candidates += [os.environ.get(var) for var in ("ROCM_PATH", "ROCM_ROOT", "ROCM_HOME")]
+    """The ROCm root: `explicit` when given, else the first root found holding amdgcn/bitcode, or None."""
+    if explicit:
+        return os.path.abspath(explicit)
+    candidates = [os.environ.get(var) for var in ("ROCM_PATH", "ROCM_ROOT", "ROCM_HOME")]
     candidates.append("/opt/rocm")
     candidates += sorted(glob.glob("/usr/lib/*/amdgcn/bitcode/ocml.bc"))
     for root in candidates:
