@@ -3,6 +3,7 @@ import argparse
 import sys
 
 from .errors import CompileError
+from .fsutil import remove_quietly
 from .options import FORMATS, CompileOptions
 from .pipeline import compile_to_object
 
@@ -25,6 +26,7 @@ def _parser():
     compile_.add_argument("--features", default="")
     compile_.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=None)
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
+    compile_.add_argument("-v", "--verbose", action="store_true", help="show tool output and repro commands on errors")
     return parser
 
 
@@ -38,7 +40,10 @@ def main(argv=None):
     try:
         result = compile_to_object(args.input, args.output, options)
     except CompileError as exc:
+        remove_quietly(args.output)  # an old object must not pass for the result of this compile
         print(f"mlirgpu: {exc}", file=sys.stderr)
+        if args.verbose and exc.detail:
+            print(exc.detail, file=sys.stderr)
         return 1
     if args.timings:
         for stage, seconds in result.timings.items():

@@ -6,7 +6,8 @@ Search order, first hit wins (no other absolute paths are assumed):
 - LLVM tools (`llvm-mc`, `ld.lld`): `$LLVM_BIN`, PATH (`llvm-mc-22`, `ld.lld-22`, then unversioned), then
   `/usr/lib/llvm-22/bin` (packages llvm-22, lld-22). For ROCDL, `<rocm>/llvm/bin/ld.lld` is preferred, as upstream.
 - CUDA toolkit (`ptxas`, `fatbinary`, `nvvm/libdevice/libdevice.10.bc`): `--toolkit`, `$CUDA_PATH`, `$CUDA_HOME`,
-  `$CUDA_ROOT`, the folder above `ptxas` on PATH, the `nvidia-cuda-nvcc` wheel, then `/usr/local/cuda`.
+  `$CUDA_ROOT`, the folder above `ptxas` on PATH, `/usr/local/cuda`, then the PyPI wheels `nvidia-cuda-nvcc` +
+  `nvidia-nvvm` (installed as `nvidia/cu13/{bin,nvvm}`). A root counts only if it has ptxas and libdevice.
 - ROCm device libraries (`amdgcn/bitcode/*.bc`): `--toolkit`, `$ROCM_PATH`, `$ROCM_ROOT`, `$ROCM_HOME`,
   `/opt/rocm`, then Debian's `rocm-device-libs` location `/usr/lib/<multiarch>`.
 """
@@ -94,8 +95,8 @@ def cuda_toolkit(explicit=None):
     on_path = shutil.which("ptxas")
     if on_path:
         candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(on_path))))
-    candidates += _nvcc_wheel_roots()
     candidates.append("/usr/local/cuda")
+    candidates += _nvcc_wheel_roots()
     for root in candidates:
         if root and os.path.isfile(os.path.join(root, "bin", "ptxas")) and libdevice(root):
             return os.path.abspath(root)
