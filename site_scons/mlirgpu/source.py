@@ -106,13 +106,14 @@ def normalise(path):
     return _run_mlir_opt([path, "--mlir-print-local-scope", "--mlir-print-debuginfo"], path, "parsing")
 
 
-def lower(path, target, chip, features, opt_level):
-    """Outline kernels, attach `target`, and lower gpu/arith/memref/math/scf to the target's LLVM dialect."""
-    options = f"chip={chip} O={opt_level}" + (f" features={features}" if features else "")
-    if target.name == "nvvm":
-        attach, convert = f"nvvm-attach-target{{{options}}}", "convert-gpu-to-nvvm"
-    else:
-        attach, convert = f"rocdl-attach-target{{{options}}}", f"convert-gpu-to-rocdl{{chipset={chip}}}"
+def lower(path, target, chips, features, opt_level):
+    """Outline kernels, attach `target` once per chip, and lower gpu/arith/memref/math/scf to the target's LLVM
+    dialect (ROCDL lowering is specialised for the first chip)."""
+    attach = ", ".join(
+        f"{target.name}-attach-target{{chip={chip} O={opt_level}" + (f" features={features}" if features else "") + "}"
+        for chip in chips
+    )
+    convert = "convert-gpu-to-nvvm" if target.name == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chips[0]}}}"
     pipeline = (
         f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
         f"gpu.module({convert}, canonicalize, cse, reconcile-unrealized-casts))"
@@ -124,11 +125,11 @@ def lower(path, target, chip, features, opt_level):
     )
 
 
-def lowering_pipeline_needed(text):
+def lowering_needed(text, modules):
     """True when some gpu.module has no target or host code holds `gpu.launch` (kernel outlining)."""
     if re.search(r"^\s*(?:%\S+ = )?gpu\.launch\b(?!_)", text, re.M):
         return True
-    return any(not module.targets for module in split(text, "<normalised>"))
+    return any(not module.targets for module in modules)
 
 
 def _resources(path, pieces_need):
@@ -202,7 +203,7 @@ def load(path, options):
     """The gpu.modules of `path`, lowered and given a target from `options` where they carry none."""
     text = normalise(path)
     modules = split(text, path)
-    if lowering_pipeline_needed(text):
+    if lowering_needed(text, modules):
         if not options.target:
             untargeted = [m for m in modules if not m.targets]
             what = f"gpu.module @{untargeted[0].name} has no target" if untargeted else "gpu.launch needs outlining"
@@ -211,10 +212,14 @@ def load(path, options):
                 fix="pass --target nvvm|rocdl (and --chip) or add a #nvvm.target / #rocdl.target attribute",
             )
         target = TARGETS[options.target]
-        chip = options.chip or target.default_chip
-        target.check_chip(chip)
+        chips = [chip for chip in (options.chip or target.default_chip).split(",") if chip]
+        for chip in chips:
+            try:
+                target.check_chip(chip)
+            except CompileError as exc:
+                raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
-        lowered = split(lower(path, target, chip, options.features, opt_level), path)
+        lowered = split(lower(path, target, chips, options.features, opt_level), path)
         original = {m.name: m for m in modules if m.targets}
         modules = [original.get(m.name, m) for m in lowered]
     uses = [m for m in modules if "dense_resource<" in m.text]

@@ -1,0 +1,50 @@
+"""The emitter's fast scan predicts exactly the dump files the compile writes."""
+import glob
+import os
+
+import pytest
+
+from conftest import CORPUS, instantiate
+from mlirgpu import CompileOptions, compile_file
+from mlirgpu.scan import planned_outputs
+
+CHIP = {"nvvm": "sm_90", "rocdl": "gfx942"}
+
+
+def _cases():
+    for path in sorted(glob.glob(os.path.join(CORPUS, "*.mlir"))):
+        family = os.path.basename(path).split(".")[-2]
+        for target in ("nvvm", "rocdl") if family == "neutral" else (family,):
+            for fmt in ("isa", "fatbin"):
+                yield pytest.param(path, target, fmt, id=f"{os.path.basename(path)}-{target}-{fmt}")
+
+
+@pytest.mark.parametrize("path,target,fmt", list(_cases()))
+def test_scan_equals_compile(path, target, fmt, tmp_path, cuda_root, rocm_root):
+    source = instantiate(path, tmp_path / os.path.basename(path), CHIP[target], 1)
+    neutral = path.endswith(".neutral.mlir")
+    options = CompileOptions(format=fmt, toolkit=cuda_root if target == "nvvm" else rocm_root,
+                             dump_dir=str(tmp_path / "D"), target=target if neutral else "",
+                             chip=f"{CHIP[target]},{'sm_80' if target == 'nvvm' else 'gfx90a'}" if neutral else "")
+    result = compile_file(source, options)
+    written = [os.path.relpath(p, tmp_path / "D") for p in result.dumps]
+    assert planned_outputs(source, options) == written
+
+
+TRICKY = """\
+// gpu.module @in_a_comment [#nvvm.target]
+#t = #rocdl.target<chip = "gfx90a", O = 1>
+module attributes {gpu.container_module, my.note = "gpu.module @in_a_string {"} {
+  gpu.module @"odd name" [#t, #nvvm.target<chip = "sm_80">] {
+    llvm.func @k() attributes {gpu.kernel, rocdl.kernel} { llvm.return }
+  }
+}
+"""
+
+
+def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
+    source = tmp_path / "t.mlir"
+    source.write_text(TRICKY)
+    names = planned_outputs(str(source), CompileOptions(format="isa"))
+    assert names == [f"odd_name.{chip}.{s}" for chip in ("gfx90a", "sm_80")
+                     for s in ("initial.ll", "linked.ll", "opt.ll", "isa")]
