@@ -12,7 +12,12 @@ from .pipeline import STAGES, compile_file, compile_to_object
 
 __version__ = "0.1.0"
 
-# For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
-TOOLPATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_tools")
+# For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project: the tool ships inside
+# the installed package (mlirgpu/site_tools), and lives in site_scons/site_tools in a checkout.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLPATH = next(
+    path for path in (os.path.join(_HERE, "site_tools"), os.path.join(os.path.dirname(_HERE), "site_tools"))
+    if os.path.isdir(os.path.join(path, "mlirgpu"))
+)
 
 __all__ = ["CompileError", "CompileOptions", "STAGES", "TOOLPATH", "compile_file", "compile_to_object"]

@@ -139,6 +139,9 @@ def plan(modules, source, options):
     jobs = []
     seen = {}
     for module in modules:
+        if not module.targets:
+            raise CompileError(f"gpu.module @{module.name} has no target", file=source, line=module.line,
+                               fix="pass --target nvvm|rocdl (and --chip) or add a #nvvm.target / #rocdl.target")
         for attr, (stem, symbol) in zip(module.targets, job_names(module.name, module.targets)):
             if not 0 <= attr.opt_level <= 3:
                 raise CompileError(f"invalid optimization level O = {attr.opt_level} in {attr.text}",

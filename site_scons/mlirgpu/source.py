@@ -18,7 +18,7 @@ from .targets import TARGETS, target_for_attribute
 
 _MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)')
 _LOC = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)\s*$')
-_TARGET = re.compile(r"#(\w+\.target)<")
+_TARGET = re.compile(r"#(\w+\.target)(<)?")
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,12 @@ def _targets_of(head, source, line):
         match = _TARGET.search(body, pos)
         if not match:
             break
-        end = matching_close(body, match.end() - 1, "<", ">")
+        if match.group(2):
+            end = matching_close(body, match.end() - 1, "<", ">")
+            params_text = body[match.end() : end]
+        else:  # all defaults: printed bare, e.g. `#rocdl.target`
+            end = match.end() - 1
+            params_text = ""
         target = target_for_attribute(match.group(1))
         text = body[match.start() : end + 1]
         if target is None:
@@ -162,7 +167,7 @@ def _targets_of(head, source, line):
                 file=source, line=line, fix=f"use one of {', '.join('#' + t.attribute for t in TARGETS.values())}",
             )
         try:
-            params = parse_parameters(body[match.end() : end])
+            params = parse_parameters(params_text)
         except (ValueError, IndexError) as exc:
             raise CompileError(f"cannot read target attribute {text}: {exc}", file=source, line=line) from exc
         targets.append(TargetAttr(target, text, params))

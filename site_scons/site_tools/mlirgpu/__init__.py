@@ -1,0 +1,240 @@
+"""SCons tool `mlirgpu`: `env.GpuObject('k.o', 'k.mlir')` compiles the gpu.modules of an MLIR file to a host
+object, declaring every intermediate (`<module>.initial.ll/.linked.ll/.opt.ll/.isa` and the binary) as a target
+when `GPU_DUMP` is on, so SCons rebuilds, cleans and caches them like any other file.
+
+Construction variables (defaults set with SetDefault, never over a user's value):
+  GPU_TARGET      nvvm | rocdl: target for modules that carry none (they are lowered first)
+  GPU_CHIP        chip, or a list of chips, for those modules
+  GPU_FEATURES    target features (e.g. '+ptx80')
+  GPU_OPT_LEVEL   0-3 ('' = the target's default, 2)
+  GPU_FORMAT      isa | bin | fatbin (default fatbin, as upstream)
+  GPU_SECTION     ELF section of the embedded binaries ('' = .rodata)
+  GPU_LINKLIBS    bitcode libraries to link (dependencies of the object)
+  GPU_TOOLKIT     CUDA or ROCm root ('' = found from the environment)
+  GPU_OPTS        extra ptxas options
+  GPU_DUMP        keep every stage's output (command line: DUMP=1)
+  GPU_DUMPDIR     where dumps go (default: `<object dir>/<object name>.dumps`)
+  MLIRGPUCOMSTR   what to print per compile ('' = the equivalent `mlirgpu compile` command)
+The command line sets any of them (`scons GPU_TARGET=rocdl GPU_CHIP=gfx942 DUMP=1`) through the `options` hook.
+The compiler core (`mlirgpu`) does the work; this module only adapts it to SCons.
+"""
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+import SCons.Action
+import SCons.Builder
+import SCons.Errors
+import SCons.Tool
+import SCons.Util
+import SCons.Variables
+
+
+def _core_package():
+    """The compiler core package `mlirgpu`, which shares its name with this tool.
+
+    SCons registers a tool module in sys.modules under the tool's name, so while this file runs,
+    `sys.modules['mlirgpu']` is this tool. The core is imported (or taken from where it was first imported) and
+    put back under its own name, so `import mlirgpu` keeps meaning the compiler core for everyone.
+    """
+    core = sys.modules.get("_mlirgpu_core")
+    if core is None:
+        tools_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # SCons puts the toolpath first on sys.path while loading a tool: skip it, and look beside it last
+        # (a copied site_scons/ holds the core next to site_tools/).
+        search = [p for p in sys.path if os.path.abspath(p or ".") != tools_dir] + [os.path.dirname(tools_dir)]
+        spec = importlib.machinery.PathFinder.find_spec("mlirgpu", search)
+        if spec is None:
+            raise SCons.Errors.StopError("the mlirgpu compiler core is not importable: pip install scons-mlir-gpu")
+        core = importlib.util.module_from_spec(spec)
+        sys.modules["mlirgpu"] = core
+        spec.loader.exec_module(core)
+        sys.modules["_mlirgpu_core"] = core
+    sys.modules["mlirgpu"] = core
+    return core
+
+
+mlirgpu = _core_package()
+from mlirgpu import toolchain  # noqa: E402
+from mlirgpu.errors import CompileError  # noqa: E402
+from mlirgpu.options import CompileOptions  # noqa: E402
+from mlirgpu.pipeline import compile_to_object  # noqa: E402
+from mlirgpu.scan import planned_outputs  # noqa: E402
+
+# Every variable that changes the output; GPU_DUMP is deliberately absent (dumps only add targets).
+SIGNATURE_VARS = [
+    "GPU_TARGET", "GPU_CHIP", "GPU_FEATURES", "GPU_OPT_LEVEL", "GPU_FORMAT", "GPU_SECTION", "GPU_LINKLIBS",
+    "GPU_TOOLKIT", "GPU_OPTS", "MLIRGPU_VERSIONS",
+]
+
+
+def _as_list(value):
+    return [str(v) for v in SCons.Util.flatten(value)] if SCons.Util.is_List(value) else (
+        [v for v in str(value).replace(",", " ").split() if v])
+
+
+def _dump_enabled(env):
+    value = env.get("GPU_DUMP", False)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "yes", "true", "on", "y")
+    return bool(value)
+
+
+def _options(env, target, source, with_dumps):
+    level = env.subst("$GPU_OPT_LEVEL", target=target, source=source)
+    libs = [env.File(lib).srcnode().path for lib in _as_list(env.get("GPU_LINKLIBS", []))]
+    return CompileOptions(
+        format=env.subst("$GPU_FORMAT"),
+        section=env.subst("$GPU_SECTION"),
+        toolkit=env.subst("$GPU_TOOLKIT"),
+        link_libs=tuple(libs),
+        opts=env.subst("$GPU_OPTS"),
+        dump_dir=env.subst("$GPU_DUMPDIR", target=target, source=source) if with_dumps else "",
+        target=env.subst("$GPU_TARGET"),
+        chip=",".join(_as_list(env.get("GPU_CHIP", ""))),
+        features=env.subst("$GPU_FEATURES"),
+        opt_level=int(level) if level.strip() else None,
+    )
+
+
+def _source_path(node, absolute=False):
+    """The file to read: the node itself, or its source-tree original under VariantDir(duplicate=0).
+
+    Actions run from the top directory, so they use (path-independent) relative paths; emitters run while an
+    SConscript is read, from its own directory, so they use absolute ones.
+    """
+    if not os.path.exists(node.abspath):
+        node = node.srcnode()
+    return node.abspath if absolute else node.path
+
+
+def _emitter(target, source, env):
+    obj = target[0]
+    libs = [env.File(lib) for lib in _as_list(env.get("GPU_LINKLIBS", []))]
+    if libs:
+        env.Depends(obj, libs)
+    if not _dump_enabled(env):
+        return target, source
+    options = _options(env, target, source, with_dumps=True)
+    dump_dir = env.Dir(options.dump_dir)
+    dumps = [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
+    env.Clean(obj, dump_dir)
+    return [obj] + dumps + target[1:], source
+
+
+def _compile(target, source, env):
+    obj = target[0]
+    with_dumps = len(target) > 1
+    options = _options(env, target, source, with_dumps)
+    try:
+        result = compile_to_object(_source_path(source[0]), obj.path, options)
+    except CompileError as exc:
+        raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
+    declared = sorted(os.path.normpath(node.path) for node in target[1:])
+    written = sorted(os.path.normpath(path) for path in result.dumps)
+    if declared != written:
+        missing = sorted(set(declared) - set(written))
+        extra = sorted(set(written) - set(declared))
+        raise SCons.Errors.BuildError(
+            node=obj, exitstatus=1,
+            errstr=f"{source[0]}: declared outputs differ from what the compile wrote (missing: {missing}, "
+                   f"undeclared: {extra}); please report this with the source file",
+        )
+    for node in target:
+        if not os.path.exists(node.abspath):
+            raise SCons.Errors.BuildError(node=node, errstr=f"{node} was not written", exitstatus=1)
+    return 0
+
+
+def _gpu_object(env, target=None, source=None, **overrides):
+    """`env.GpuObject(target, source)`: the host objects only, so the result goes straight into Program().
+
+    The dumps are targets of the same action all the same; `env.GpuDumps(objects)` returns them.
+    """
+    nodes = env["MLIRGPU_BUILDER"](env, target, source, **overrides)
+    return [node for node in nodes if node.get_executor().get_all_targets()[0] is node]
+
+
+def _gpu_dumps(env, objects):
+    """The dump files declared for `objects` (built by GpuObject or by Object/Program from .mlir sources)."""
+    dumps = []
+    for node in SCons.Util.flatten([objects]):
+        dumps += node.get_executor().get_all_targets()[1:] if node.has_builder() else []
+    return dumps
+
+
+def _describe(target, source, env):
+    custom = env.subst("$MLIRGPUCOMSTR", target=target, source=source)
+    if custom:
+        return custom
+    options = _options(env, target, source, len(target) > 1)
+    line = f"mlirgpu compile {source[0]} -o {target[0]} --format {options.format}"
+    for flag, value in (("--target", options.target), ("--chip", options.chip), ("--section", options.section),
+                        ("--dump-intermediates", options.dump_dir)):
+        if value:
+            line += f" {flag} {value}"
+    return line
+
+
+def _versions(env):
+    """Versions of everything that shapes the output, for the action signature (no paths in it)."""
+    parts = [f"mlirgpu {mlirgpu.__version__}", toolchain.tool_version(toolchain.llvm_tool("mlir-opt"))]
+    try:
+        import llvmlite
+
+        parts.append(f"llvmlite {llvmlite.__version__}")
+    except ImportError:
+        pass
+    cuda = toolchain.cuda_toolkit(env.subst("$GPU_TOOLKIT") or None)
+    if cuda and os.path.isfile(os.path.join(cuda, "bin", "ptxas")):
+        parts.append(toolchain.tool_version(os.path.join(cuda, "bin", "ptxas")))
+    return "; ".join(parts)
+
+
+def options(opts):
+    """Map the command line onto the construction variables (`DUMP=1` is an alias of `GPU_DUMP`)."""
+    if "GPU_TARGET" in opts.keys():
+        return
+    opts.Add(SCons.Variables.EnumVariable("GPU_TARGET", "target for modules without one", None,
+                                          allowed_values=("nvvm", "rocdl", "")))
+    for name, text in (("GPU_CHIP", "chip(s), comma-separated"), ("GPU_FEATURES", "target features"),
+                       ("GPU_OPT_LEVEL", "O level 0-3"), ("GPU_SECTION", "ELF section for binaries"),
+                       ("GPU_TOOLKIT", "CUDA or ROCm root"), ("GPU_OPTS", "extra ptxas options"),
+                       ("GPU_DUMPDIR", "dump folder")):
+        opts.Add(name, text, None)
+    opts.Add(SCons.Variables.EnumVariable("GPU_FORMAT", "isa | bin | fatbin", None,
+                                          allowed_values=("isa", "bin", "fatbin")))
+    opts.Add(SCons.Variables.BoolVariable(("GPU_DUMP", "DUMP"), "keep every stage's output", None))
+
+
+def generate(env):
+    try:
+        toolchain.llvm_tool("mlir-opt")
+        toolchain.llvm_tool("mlir-translate")
+    except CompileError as exc:
+        raise SCons.Errors.StopError(str(exc)) from None
+    env.SetDefault(
+        GPU_TARGET="", GPU_CHIP="", GPU_FEATURES="", GPU_OPT_LEVEL="", GPU_FORMAT="fatbin", GPU_SECTION="",
+        GPU_LINKLIBS=[], GPU_TOOLKIT="", GPU_OPTS="", GPU_DUMP=False,
+        GPU_DUMPDIR="${TARGET.dir}/${TARGET.filebase}.dumps", MLIRGPUCOMSTR="",
+    )
+    env.SetDefault(MLIRGPU_VERSIONS=_versions(env))
+    action = SCons.Action.Action(_compile, strfunction=_describe, varlist=SIGNATURE_VARS)
+    builder = SCons.Builder.Builder(
+        action=action, emitter=_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX", single_source=True,
+    )
+    env["MLIRGPU_BUILDER"] = builder
+    env.AddMethod(_gpu_object, "GpuObject")
+    env.AddMethod(_gpu_dumps, "GpuDumps")
+    # `.mlir` files are also plain sources of Object/Program/Library, like `.c` files.
+    for builder in SCons.Tool.createObjBuilders(env):
+        builder.add_action(".mlir", action)
+        builder.add_emitter(".mlir", _emitter)
+
+
+def exists(env):
+    try:
+        return bool(toolchain.llvm_tool("mlir-opt"))
+    except CompileError:
+        return False
