@@ -230,3 +230,14 @@ def planned_outputs(path, options):
         for scanned, (stem, _symbol) in zip(module.targets, job_names(module.name, module.targets)):
             names += [f"{stem}.{suffix}" for suffix in stage_suffixes(scanned.target, options.format)]
     return names
+
+
+def uses_build_target(path):
+    """Whether the build's target/chip/features/O settings affect `path` (some module carries no target, or
+    kernels are outlined). Unreadable files count as affected, so a signature is never too small."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        return fast_scan(text)[1] or bool(re.search(r"(?<![\w.])gpu\.launch(?![_\w])", _structure(text)[1]))
+    except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
+        return True

@@ -60,13 +60,25 @@ from mlirgpu import toolchain  # noqa: E402
 from mlirgpu.errors import CompileError  # noqa: E402
 from mlirgpu.options import CompileOptions  # noqa: E402
 from mlirgpu.pipeline import compile_to_object  # noqa: E402
-from mlirgpu.scan import planned_outputs  # noqa: E402
+from mlirgpu.scan import planned_outputs, uses_build_target  # noqa: E402
 
-# Every variable that changes the output; GPU_DUMP is deliberately absent (dumps only add targets).
+# Every variable that changes the output; GPU_DUMP is deliberately absent (dumps only add targets). The
+# target/chip/features/O settings enter through MLIRGPU_LOWERING, only for sources they apply to.
 SIGNATURE_VARS = [
-    "GPU_TARGET", "GPU_CHIP", "GPU_FEATURES", "GPU_OPT_LEVEL", "GPU_FORMAT", "GPU_SECTION", "GPU_LINKLIBS",
-    "GPU_TOOLKIT", "GPU_OPTS", "MLIRGPU_VERSIONS",
+    "GPU_FORMAT", "GPU_SECTION", "GPU_LINKLIBS", "GPU_TOOLKIT", "GPU_OPTS", "MLIRGPU_VERSIONS", "MLIRGPU_LOWERING",
 ]
+
+
+def _lowering_signature(target, source, env, for_signature):
+    """GPU_TARGET/CHIP/FEATURES/OPT_LEVEL for sources with target-less modules; '' for the others, so changing
+    them rebuilds only the objects they affect."""
+    if not source:
+        return ""
+    node = source[0].get() if hasattr(source[0], "get") else source[0]  # signatures see node proxies
+    if not uses_build_target(_source_path(node, absolute=True)):
+        return ""
+    return "|".join((env.subst("$GPU_TARGET"), ",".join(_as_list(env.get("GPU_CHIP", ""))),
+                     env.subst("$GPU_FEATURES"), env.subst("$GPU_OPT_LEVEL")))
 
 
 def _as_list(value):
@@ -82,8 +94,9 @@ def _dump_enabled(env):
 
 
 def _options(env, target, source, with_dumps):
+    """Compile options from the construction variables (linked libraries as resolved by the emitter)."""
     level = env.subst("$GPU_OPT_LEVEL", target=target, source=source)
-    libs = [env.File(lib).srcnode().path for lib in _as_list(env.get("GPU_LINKLIBS", []))]
+    libs = [_source_path(node) for node in getattr(target[0].attributes, "mlirgpu_libs", [])]
     return CompileOptions(
         format=env.subst("$GPU_FORMAT"),
         section=env.subst("$GPU_SECTION"),
@@ -111,7 +124,9 @@ def _source_path(node, absolute=False):
 
 def _emitter(target, source, env):
     obj = target[0]
+    # Linked libraries are resolved here, relative to the SConscript naming them, and become dependencies.
     libs = [env.File(lib) for lib in _as_list(env.get("GPU_LINKLIBS", []))]
+    obj.attributes.mlirgpu_libs = libs
     if libs:
         env.Depends(obj, libs)
     if not _dump_enabled(env):
@@ -219,7 +234,7 @@ def generate(env):
         GPU_LINKLIBS=[], GPU_TOOLKIT="", GPU_OPTS="", GPU_DUMP=False,
         GPU_DUMPDIR="${TARGET.dir}/${TARGET.filebase}.dumps", MLIRGPUCOMSTR="",
     )
-    env.SetDefault(MLIRGPU_VERSIONS=_versions(env))
+    env.SetDefault(MLIRGPU_VERSIONS=_versions(env), MLIRGPU_LOWERING=_lowering_signature)
     action = SCons.Action.Action(_compile, strfunction=_describe, varlist=SIGNATURE_VARS)
     builder = SCons.Builder.Builder(
         action=action, emitter=_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX", single_source=True,

@@ -1,0 +1,194 @@
+"""The SCons tool in real builds: null builds, rebuilds, clean, CacheDir, VariantDir, -j, failures."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from sconsutil import SCONS, compiled, files, make_project, same_tree, scons, write_library
+
+DUMP_SUFFIXES = ("initial.ll", "linked.ll", "opt.ll", "isa")
+
+
+def dump_files(project):
+    return [f for f in files(project) if ".dumps/" in f]
+
+
+def test_dumps_are_targets_null_build_and_single_rebuild(tmp_path):
+    project = make_project(tmp_path / "p")
+    first = scons(project, "DUMP=1")
+    assert compiled(first) == ["a.mlir", "b.mlir", "c.mlir", "d.mlir"]
+    dumps = dump_files(project)
+    assert "a.dumps/saxpy_nvvm.fatbin" in dumps and "b.dumps/multi_kernel_rocdl.hsaco" in dumps
+    assert "c.dumps/vecadd_neutral.isa" in dumps
+    for stem in ("a.dumps/saxpy_nvvm", "b.dumps/multi_kernel_rocdl", "c.dumps/vecadd_neutral"):
+        for suffix in DUMP_SUFFIXES:
+            assert f"{stem}.{suffix}" in dumps
+    assert "scons: `.' is up to date." in scons(project, "DUMP=1").stdout
+
+    for victim in ("b.dumps/multi_kernel_rocdl.linked.ll", "a.dumps/saxpy_nvvm.cubin"):
+        before = (project / victim).read_bytes()
+        (project / victim).unlink()
+        run = scons(project, "DUMP=1")
+        assert compiled(run) == [victim.split(".")[0] + ".mlir"]
+        assert (project / victim).read_bytes() == before
+
+
+def test_editing_one_source_rebuilds_only_it(tmp_path):
+    project = make_project(tmp_path / "p")
+    scons(project, "DUMP=1")
+    text = (project / "b.mlir").read_text()
+    (project / "b.mlir").write_text(text.replace("O = 2", "O = 3"))
+    assert compiled(scons(project, "DUMP=1")) == ["b.mlir"]
+
+
+@pytest.mark.parametrize("setting,expected", [
+    ("GPU_OPT_LEVEL=1", ["c.mlir"]),  # only c has no target of its own
+    ("GPU_CHIP=sm_90", ["c.mlir"]),
+    ("GPU_SECTION=gpu_binaries", ["a.mlir", "b.mlir", "c.mlir", "d.mlir"]),
+    ("GPU_FORMAT=bin", ["a.mlir", "b.mlir", "c.mlir", "d.mlir"]),
+])
+def test_changing_a_knob_rebuilds_affected_objects(tmp_path, setting, expected):
+    project = make_project(tmp_path / "p")
+    scons(project, "DUMP=1")
+    run = scons(project, "DUMP=1", setting)
+    assert compiled(run) == expected
+    assert "up to date" in scons(project, "DUMP=1", setting).stdout
+
+
+def test_changing_a_linked_library_rebuilds_its_object(tmp_path):
+    project = make_project(tmp_path / "p")
+    scons(project)
+    write_library(project, 3)
+    assert compiled(scons(project)) == ["d.mlir"]
+
+
+def test_dump_toggle_and_clean(tmp_path):
+    project = make_project(tmp_path / "p")
+    scons(project)
+    assert dump_files(project) == []
+    run = scons(project, "DUMP=1")
+    assert compiled(run) == ["a.mlir", "b.mlir", "c.mlir", "d.mlir"]
+    assert len(dump_files(project)) > 20
+    assert "up to date" in scons(project).stdout  # turning dumps off rebuilds nothing
+    scons(project, "DUMP=1", "-c")
+    left = [f for f in files(project) if f.endswith((".o", ".ll", ".isa", ".cubin", ".fatbin", ".hsaco"))
+            and f != "lib.ll"]
+    assert left == [] and not any(name.endswith(".dumps") for name in os.listdir(project))
+
+
+def test_cachedir_restores_everything_across_checkouts(tmp_path):
+    cache = tmp_path / "cache"
+    sconstruct = "CacheDir({cache!r})\n".format(cache=str(cache)) + open(
+        os.path.join(os.path.dirname(__file__), "sconsutil.py")).read().split('SCONSTRUCT = """\\\n')[1].split('"""')[0]
+    one = make_project(tmp_path / "one", sconstruct)
+    scons(one, "DUMP=1")
+    built = {name: (one / name).read_bytes() for name in files(one)}
+    scons(one, "DUMP=1", "-c")
+    run = scons(one, "DUMP=1")
+    assert compiled(run) == []
+    targets = [name for name in built if name.endswith(".o") or ".dumps/" in name]
+    for name in targets:
+        assert f"Retrieved `{name}' from cache" in run.stdout
+        assert (one / name).read_bytes() == built[name]
+    two = make_project(tmp_path / "elsewhere" / "two", sconstruct)
+    run = scons(two, "DUMP=1")
+    assert compiled(run) == [] and run.stdout.count("from cache") == len(targets)
+
+
+def test_variantdir_keeps_dumps_out_of_the_source_tree(tmp_path):
+    project = tmp_path / "p"
+    make_project(project / "src")
+    (project / "src" / "SConstruct").rename(project / "src" / "SConscript")
+    sconscript = (project / "src" / "SConscript").read_text()
+    env_line, rest = sconscript.split("\n", 1)
+    (project / "src" / "SConscript").write_text('Import("env")\n' + rest)
+    (project / "SConstruct").write_text(
+        env_line + '\nSConscript("src/SConscript", variant_dir="build", duplicate=0, exports="env")\n')
+    before = files(project / "src")
+    scons(project, "DUMP=1")
+    assert files(project / "src") == before
+    assert "build/a.dumps/saxpy_nvvm.isa" in files(project)
+
+
+def test_parallel_builds_are_identical_to_serial(tmp_path):
+    serial = make_project(tmp_path / "serial")
+    scons(serial, "DUMP=1", "-j1")
+    names = files(serial)
+    for attempt in range(2):
+        parallel = make_project(tmp_path / f"parallel{attempt}")
+        scons(parallel, "DUMP=1", "-j2")
+        assert files(parallel) == names
+        assert same_tree(serial, parallel, names) == []
+
+
+def test_llvm_crash_fails_one_target_and_keep_going(tmp_path):
+    project = make_project(tmp_path / "p")
+    text = (project / "a.mlir").read_text().replace('chip = "sm_80"', 'chip = "sm_90", features = "+ptx60"')
+    (project / "a.mlir").write_text(text)
+    run = scons(project, "-k", "DUMP=1", check=False)
+    assert run.returncode != 0
+    assert "a.mlir" in run.stderr and "LLVM crashed" in run.stderr and "stage initial.ll" in run.stderr
+    assert (project / "b.o").exists() and (project / "c.o").exists() and not (project / "a.o").exists()
+    run = scons(project, "-k", "DUMP=1", check=False)
+    assert compiled(run) == ["a.mlir"]  # the failed target is not taken as up to date
+
+
+def test_root_examples_build_and_run(tmp_path):
+    """The README's main job for ROCDL in a copy of the repository's examples."""
+    work = tmp_path / "repo"
+    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "build", "tests", "*.dblite"))
+    scons(work, "GPU_TARGET=rocdl", "DUMP=1")
+    assert "OK" in (work / "build/rocdl/saxpy/saxpy.check").read_text()
+    assert "stencil kernel embedded" in (work / "build/rocdl/legacy_app/src/app.check").read_text()
+    assert (work / "build/rocdl/multi/kernels.dumps/reduce_sum.gfx90a.hsaco").exists()
+    assert (work / "build/rocdl/neutral/softplus.dumps/softplus.isa").exists()
+    assert "up to date" in scons(work, "GPU_TARGET=rocdl", "DUMP=1").stdout
+
+
+def test_tool_from_installed_package(tmp_path):
+    """`pip install` the project into a fresh venv; an outside project uses toolpath=[mlirgpu.TOOLPATH]."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-deps", "-q", ROOT],
+                         capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr
+    project = make_project(tmp_path / "p")
+    text = (project / "SConstruct").read_text().split("\n", 1)[1]
+    (project / "SConstruct").write_text(
+        "import mlirgpu\nenv = Environment(tools=['default', 'mlirgpu'], toolpath=[mlirgpu.TOOLPATH])\n" + text)
+    python = venv / "bin" / "python"
+    # SCons and llvmlite from this environment's site-packages; its editable mlirgpu is not seen this way
+    # (.pth files are only read in site dirs), so `import mlirgpu` finds the installed copy.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(_site_packages()))
+    run = subprocess.run([str(python), "-c", "import mlirgpu, sys; print(mlirgpu.TOOLPATH)"], capture_output=True,
+                         text=True, cwd=tmp_path, env=env)
+    assert str(venv) in run.stdout, run.stdout + run.stderr
+    run = subprocess.run([str(python), SCONS, "-Q", "DUMP=1"], cwd=project, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (project / "a.dumps" / "saxpy_nvvm.isa").exists()
+
+
+def test_tool_copied_into_a_project(tmp_path):
+    """Copying site_scons/ (tool and core) into a project's own site_scons works without any install."""
+    project = make_project(tmp_path / "p")
+    shutil.copytree(os.path.join(ROOT, "site_scons"), project / "site_scons",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    text = (project / "SConstruct").read_text().split("\n", 1)[1]
+    (project / "SConstruct").write_text("env = Environment(tools=['default', 'mlirgpu'])\n" + text)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    # A Python that has SCons and llvmlite but not our package: the venv's, with the editable install hidden.
+    run = subprocess.run([sys.executable, "-S", SCONS, "-Q", "DUMP=1"], cwd=project, capture_output=True,
+                         text=True, env=dict(env, PYTHONPATH=os.pathsep.join(_site_packages())))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (project / "b.dumps" / "multi_kernel_rocdl.hsaco").exists()
+
+
+def _site_packages():
+    """This environment's site-packages: SCons and llvmlite, but not the editable mlirgpu (a .pth finder)."""
+    import site
+
+    return site.getsitepackages()
