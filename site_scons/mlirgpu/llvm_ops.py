@@ -9,7 +9,9 @@ Emulating upstream (see shared reference notes): `Linker::linkInModule(lib, Link
 reproduced with llvmlite's plain `link_in` by giving library definitions the destination does not declare
 `linkonce_odr` linkage (so only referenced ones are pulled in, in order), then internalizing what was imported.
 """
+import hashlib
 import os
+import tempfile
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -95,7 +97,8 @@ def add_control_constants(job_id, constants, flags):
 
 
 def _load_library(path, context, strip_named, triple, data_layout):
-    """Parse a bitcode library into `context`; libraries that need cleaning are cleaned once and cached."""
+    """Parse a bitcode library into `context`. Libraries that need cleaning are cleaned once: the result is kept
+    in this process and on disk (keyed by content, so a changed library is cleaned again)."""
     stat = os.stat(path)
     key = (path, stat.st_mtime_ns, stat.st_size, tuple(strip_named), triple, data_layout)
     data = _library_cache.get(key)
@@ -103,9 +106,37 @@ def _load_library(path, context, strip_named, triple, data_layout):
         with open(path, "rb") as handle:
             data = handle.read()
         if strip_named or triple:
-            data = _clean_library(data, strip_named, triple, data_layout)
+            data = _cleaned_library(data, strip_named, triple, data_layout)
         _library_cache[key] = data
     return llvm.parse_bitcode(data, context=context)
+
+
+def _cleaned_library(data, strip_named, triple, data_layout):
+    recipe = repr((llvmlite.__version__, hashlib.sha256(data).hexdigest(), strip_named, triple, data_layout))
+    cached = os.path.join(_cache_dir(), hashlib.sha256(recipe.encode()).hexdigest() + ".bc")
+    try:
+        with open(cached, "rb") as handle:
+            return handle.read()
+    except OSError:
+        pass
+    cleaned = _clean_library(data, strip_named, triple, data_layout)
+    try:
+        os.makedirs(os.path.dirname(cached), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(cached), prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(cleaned)
+        os.replace(tmp, cached)
+    except OSError:
+        pass  # the cache is an optimisation only
+    return cleaned
+
+
+def _cache_dir():
+    """`$MLIRGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/scons-mlir-gpu`, else `~/.cache/scons-mlir-gpu`."""
+    if os.environ.get("MLIRGPU_CACHE_DIR"):
+        return os.environ["MLIRGPU_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "scons-mlir-gpu", "libraries")
 
 
 def _clean_library(data, strip_named, triple, data_layout):
