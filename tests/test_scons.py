@@ -28,7 +28,8 @@ def test_dumps_are_targets_null_build_and_single_rebuild(tmp_path):
             assert f"{stem}.{suffix}" in dumps
     assert "scons: `.' is up to date." in scons(project, "DUMP=1").stdout
 
-    for victim in ("b.dumps/multi_kernel_rocdl.linked.ll", "a.dumps/saxpy_nvvm.cubin"):
+    victims = [f"b.dumps/multi_kernel_rocdl.{s}" for s in DUMP_SUFFIXES + ("hsaco",)] + ["a.dumps/saxpy_nvvm.cubin"]
+    for victim in victims:
         before = (project / victim).read_bytes()
         (project / victim).unlink()
         run = scons(project, "DUMP=1")

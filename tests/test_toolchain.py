@@ -1,0 +1,56 @@
+"""Tool discovery: what is found where, and the one-line hints when something is missing."""
+import os
+
+import pytest
+
+from conftest import CORPUS, instantiate
+from mlirgpu import CompileOptions, compile_file, toolchain
+from mlirgpu.errors import CompileError, ToolMissing
+
+
+@pytest.fixture
+def no_llvm(monkeypatch, tmp_path):
+    monkeypatch.setattr(toolchain, "DEBIAN_LLVM_BIN", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MLIR_BIN", raising=False)
+    monkeypatch.delenv("LLVM_BIN", raising=False)
+    toolchain.llvm_tool.cache_clear()
+    yield
+    toolchain.llvm_tool.cache_clear()
+
+
+@pytest.mark.parametrize("tool,package", [("mlir-opt", "mlir-22-tools"), ("ld.lld", "lld-22"),
+                                          ("llvm-mc", "llvm-22")])
+def test_missing_llvm_tool_names_its_package(no_llvm, tool, package):
+    with pytest.raises(ToolMissing) as error:
+        toolchain.llvm_tool(tool)
+    assert package in str(error.value) and "\n" not in str(error.value)
+
+
+def test_mlir_bin_overrides(monkeypatch, tmp_path):
+    fake = tmp_path / "mlir-opt"
+    fake.write_text("#!/bin/sh\necho 'LLVM version 22.1.0'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MLIR_BIN", str(tmp_path))
+    toolchain.llvm_tool.cache_clear()
+    try:
+        assert toolchain.llvm_tool("mlir-opt") == str(fake)
+    finally:
+        toolchain.llvm_tool.cache_clear()
+
+
+def test_cuda_root_needs_ptxas_and_libdevice(monkeypatch, tmp_path):
+    half = tmp_path / "half"
+    (half / "bin").mkdir(parents=True)
+    (half / "bin" / "ptxas").write_text("")
+    monkeypatch.setenv("CUDA_PATH", str(half))
+    found = toolchain.cuda_toolkit()
+    assert found != str(half)
+
+
+def test_rocm_library_missing_names_the_package(tmp_path):
+    source = instantiate(os.path.join(CORPUS, "math_ocml.rocdl.mlir"), tmp_path / "m.mlir", "gfx942", 3)
+    with pytest.raises(CompileError) as error:
+        compile_file(source, CompileOptions(format="isa", toolkit=str(tmp_path / "empty-rocm")))
+    text = str(error.value)
+    assert "ocml.bc not found" in text and "rocm-device-libs" in text and text.startswith(f"{source}:")
