@@ -90,7 +90,7 @@ def test_cachedir_restores_everything_across_checkouts(tmp_path):
     scons(one, "DUMP=1", "-c")
     run = scons(one, "DUMP=1")
     assert compiled(run) == []
-    targets = [name for name in built if name.endswith(".o") or ".dumps/" in name]
+    targets = [name for name in built if name.endswith((".o", ".h")) or ".dumps/" in name]
     for name in targets:
         assert f"Retrieved `{name}' from cache" in run.stdout
         assert (one / name).read_bytes() == built[name]

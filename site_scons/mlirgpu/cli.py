@@ -4,7 +4,7 @@ import sys
 
 from .errors import CompileError
 from .fsutil import remove_quietly
-from .options import FORMATS, CompileOptions
+from .options import FORMATS, HOST_CODE, LAYOUTS, CompileOptions
 from .pipeline import compile_to_object
 
 
@@ -25,6 +25,12 @@ def _parser():
     compile_.add_argument("--chip", default="")
     compile_.add_argument("--features", default="")
     compile_.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=None)
+    compile_.add_argument("--layout", choices=LAYOUTS, default="plain",
+                          help="vendor: .nv_fatbin/.hip_fatbin sections that cuobjdump and HIP tools read")
+    compile_.add_argument("--host-code", choices=HOST_CODE, default="compile",
+                          help="host code launching kernels: keep MLIR's launch glue (compile) or drop it (ignore)")
+    compile_.add_argument("--header", default="", metavar="FILE.h", help="write a C header describing the object")
+    compile_.add_argument("--symbol-prefix", default="", help="prefix for every C symbol of the object")
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
     compile_.add_argument("-v", "--verbose", action="store_true", help="show tool output and repro commands on errors")
     return parser
@@ -35,16 +41,21 @@ def main(argv=None):
     options = CompileOptions(
         format=args.format, section=args.section, toolkit=args.toolkit, link_libs=tuple(args.link_libs),
         opts=args.opts, dump_dir=args.dump_dir, target=args.target, chip=args.chip, features=args.features,
-        opt_level=args.opt_level,
+        opt_level=args.opt_level, layout=args.layout, header=args.header, symbol_prefix=args.symbol_prefix,
+        host_code=args.host_code,
     )
     try:
         result = compile_to_object(args.input, args.output, options)
     except CompileError as exc:
         remove_quietly(args.output)  # an old object must not pass for the result of this compile
+        if args.header:
+            remove_quietly(args.header)
         print(f"mlirgpu: {exc}", file=sys.stderr)
         if args.verbose and exc.detail:
             print(exc.detail, file=sys.stderr)
         return 1
+    for warning in result.warnings:
+        print(f"mlirgpu: {args.input}: warning: {warning}", file=sys.stderr)
     if args.timings:
         for stage, seconds in result.timings.items():
             print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)

@@ -217,20 +217,11 @@ def drop(job_id):
     _jobs.pop(job_id, None)
 
 
-def _ir_bytes(data):
-    return "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
-
-
-def host_object(symbols, section, triple="x86_64-unknown-linux-gnu"):
-    """An ELF relocatable object holding each `(symbol, bytes)` as `symbol` (8-aligned, read-only, external)
-    plus `symbol_size` (uint64). The blobs go to `section` when one is given, else `.rodata`."""
+def object_from_ir(ir_text, triple="x86_64-unknown-linux-gnu"):
+    """An ELF relocatable object from host LLVM IR (built by mlirgpu.embed)."""
     context = llvm.create_context()
-    lines = ['source_filename = "mlirgpu"', f'target triple = "{triple}"']
-    placement = f', section "{section}"' if section else ""
-    for name, data in symbols:
-        lines.append(f'@{name} = constant [{len(data)} x i8] c"{_ir_bytes(data)}"{placement}, align 8')
-        lines.append(f"@{name}_size = constant i64 {len(data)}, align 8")
-    module = llvm.parse_assembly("\n".join(lines) + "\n", context=context)
+    module = llvm.parse_assembly(ir_text, context=context)
     machine = llvm.Target.from_triple(triple).create_target_machine(reloc="pic", codemodel="default")
     module.data_layout = str(machine.target_data)
+    module.triple = triple
     return machine.emit_object(module)

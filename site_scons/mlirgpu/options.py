@@ -2,6 +2,8 @@
 from dataclasses import dataclass
 
 FORMATS = ("isa", "bin", "fatbin")
+LAYOUTS = ("plain", "vendor")
+HOST_CODE = ("compile", "ignore")
 
 
 @dataclass(frozen=True)
@@ -16,3 +18,7 @@ class CompileOptions:
     chip: str = ""
     features: str = ""
     opt_level: int = None
+    layout: str = "plain"  # plain: --section or .rodata; vendor: .nv_fatbin / .hip_fatbin with wrappers
+    header: str = ""  # write the object's C header here
+    symbol_prefix: str = ""  # prepended to every C symbol (two objects with the same module names)
+    host_code: str = "compile"  # compile: keep MLIR's launch glue for host code; ignore: embed the binaries only

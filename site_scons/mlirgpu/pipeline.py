@@ -1,7 +1,7 @@
 """The staged compiler: one pipeline for every target, in upstream `gpu-module-to-binary` order.
 
 `STAGES` is the single ordered table of stages. Each stage is named after the dump file it produces; the same
-table drives the pipeline, the dump names (`planned_dumps`, which the SCons emitter and `list-outputs` use), the
+table drives the pipeline, the dump names (`dump_names`, which the SCons emitter's scan uses), the
 docs and the tests. Per (gpu.module, target) job:
 
     initial.ll  translate (mlir-translate), set triple + data layout from the target machine
@@ -20,12 +20,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from . import embed
 from . import source as sources
 from . import toolchain, workers
+from .embed import Embedded
 from .errors import CompileError
 from .fsutil import write_atomic
-from .naming import job_names
-from .options import FORMATS
+from .naming import c_name, file_stem, job_names
+from .options import FORMATS, LAYOUTS
 
 
 @dataclass
@@ -61,6 +63,9 @@ class CompileResult:
     jobs: list
     dumps: list  # paths written under the dump folder
     timings: dict = field(default_factory=dict)  # stage -> seconds, summed over jobs
+    binaries: list = field(default_factory=list)  # embed.Embedded, as placed in the object
+    header: str = ""  # the C header text for the object
+    warnings: list = field(default_factory=list)
 
 
 class _Context:
@@ -161,11 +166,6 @@ def plan(modules, source, options):
     return jobs
 
 
-def planned_dumps(jobs, options):
-    """Every dump file a compile of `jobs` writes (relative to the dump folder), in stage order."""
-    return [f"{job.stem}.{suffix}" for job in jobs for suffix in stage_suffixes(job.target, options.format)]
-
-
 def translate(modules, source):
     """LLVM IR text for each module, from one mlir-translate process (pieces split by `// -----`)."""
     joined = "\n// -----\n".join(module.text for module in modules)
@@ -189,9 +189,17 @@ def _dump(ctx, job, suffix, data):
         ctx.dumps.append(path)
 
 
+@dataclass
+class JobOutput:
+    isa: str
+    binaries: dict  # binary suffix -> bytes (empty for format isa)
+
+
 def run_job(ctx, job, llvm_ir):
-    """Run every stage of one job; returns the bytes to embed."""
+    """Run every stage of one job."""
     artifact = llvm_ir
+    binaries = {}
+    isa = ""
     ctx.job = job
     try:
         for suffix, stage in STAGES:
@@ -205,20 +213,135 @@ def run_job(ctx, job, llvm_ir):
                 raise exc.located(job.source, job.module.line)
             ctx.timings[suffix] = ctx.timings.get(suffix, 0.0) + time.perf_counter() - started
             if suffix == "binary":
+                binaries = artifact
                 for binary_suffix, data in artifact.items():
-                    _dump(ctx, job, binary_suffix, data)
-                artifact = artifact[job.target.binary_suffixes(ctx.options.format)[-1]]
+                    _dump(ctx, f"{job.stem}.{binary_suffix}", data)
             else:
-                _dump(ctx, job, suffix, artifact)
+                if suffix == "isa":
+                    isa = artifact
+                _dump(ctx, f"{job.stem}.{suffix}", artifact)
     except workers.WorkerCrashed:
         raise
     except CompileError:
         if ctx.worker.alive:
             ctx.worker.call("drop", job.id)
         raise
-    if ctx.options.format == "isa":
-        return artifact.encode("utf-8") + b"\0"
-    return artifact
+    return JobOutput(isa, binaries)
+
+
+def _job_bytes(job, output, fmt):
+    """What upstream embeds for one job: ISA text plus a NUL, or the target's binary for the format."""
+    if fmt == "isa":
+        return output.isa.encode("utf-8") + b"\0"
+    return output.binaries[job.target.binary_suffixes(fmt)[-1]]
+
+
+def _embeddings(ctx, source, jobs, outputs):
+    """The binaries of the host object: per module one fat container when it has several targets of one
+    family (or the vendor layout needs one), else one per (module, target)."""
+    options = ctx.options
+    embedded = []
+    for module in source.modules:
+        mjobs = [job for job in jobs if job.module is module]
+        combined = combined_suffix([job.attr for job in mjobs], options, source.has_host_code)
+        if combined:
+            target = mjobs[0].target
+            started = time.perf_counter()
+            data = target.combine(mjobs, [outputs[job.id] for job in mjobs], options, ctx.scratch)
+            ctx.timings["combine"] = ctx.timings.get("combine", 0.0) + time.perf_counter() - started
+            _dump(ctx, f"{file_stem(module.name)}.{combined}", data)
+            kind = "fatbin" if combined == "fatbin" else "bundle"
+            embedded.append(Embedded(options.symbol_prefix + c_name(module.name), module.name, target.name,
+                                     tuple(job.chip for job in mjobs), kind, data))
+            continue
+        if source.has_host_code:  # as upstream's #gpu.select_object: one target's object per module
+            index = _selected_index(module)
+            mjobs = [mjobs[min(index, len(mjobs) - 1)]]
+        for job in mjobs:
+            name = (c_name(module.name) if source.has_host_code else options.symbol_prefix + job.symbol)
+            fmt = options.format if not (options.format == "fatbin" and job.target.name == "rocdl") else "bin"
+            embedded.append(Embedded(name, module.name, job.target.name, (job.chip,), fmt,
+                                     _job_bytes(job, outputs[job.id], options.format)))
+    return embedded
+
+
+def _selected_index(module):
+    match = re.search(r"select_object<(\d+)", module.handler)
+    return int(match.group(1)) if match else 0
+
+
+def combined_suffix(attrs, options, host_code):
+    """Dump suffix of the module-level fat container embedded for a module with targets `attrs`, or None.
+
+    NVVM: several chips with format fatbin -> one fatbin (every chip's cubin, PTX of the newest). ROCDL: several
+    chips, or the vendor layout, with format fatbin -> one clang offload bundle (`.hipfb`). Host code keeps
+    upstream's one-object-per-target semantics.
+    """
+    families = {attr.target.name for attr in attrs}
+    if host_code or options.format != "fatbin" or len(families) != 1:
+        return None
+    if "nvvm" in families:
+        return "fatbin" if len(attrs) > 1 else None
+    return "hipfb" if len(attrs) > 1 or options.layout == "vendor" else None
+
+
+def dump_names(module_name, attrs, options, host_code):
+    """The dump files of one module with targets `attrs` (objects with .target and .chip), in write order."""
+    names = []
+    for attr, (stem, _symbol) in zip(attrs, job_names(module_name, attrs)):
+        names += [f"{stem}.{suffix}" for suffix in stage_suffixes(attr.target, options.format)]
+    combined = combined_suffix(attrs, options, host_code)
+    if combined:
+        names.append(f"{file_stem(module_name)}.{combined}")
+    return names
+
+
+HOST_DUMP = "host.ll"
+
+
+def _gpu_binary(module, jobs, outputs, options):
+    """`gpu.binary @m [#gpu.object<...>, ...]` carrying our bytes, for translating host code as upstream."""
+    kind = {"isa": "assembly = ", "bin": "bin = ", "fatbin": ""}[options.format]
+    objects = []
+    for job in jobs:
+        entries = dict(job.target.object_properties(job, options.format))
+        if options.section:  # upstream 22.1.8 records it for NVVM only; we honour it for every target
+            entries["section"] = f'"{options.section}"'
+        properties = ("properties = {" + ", ".join(f"{k} = {v}" for k, v in sorted(entries.items())) + "}, "
+                      if entries else "")
+        data = _job_bytes(job, outputs[job.id], options.format)
+        if options.format == "isa":
+            data = data[:-1]  # the object holds the text; the host translation adds the NUL
+        objects.append(f"#gpu.object<{job.attr.text}, {properties}{kind}\"{_mlir_bytes(data)}\">")
+    symbol = module.text.split("@", 1)[1].split(None, 1)[0]
+    symbol = re.match(r'("(?:[^"\\]|\\.)*"|[\w$.\-]+)', symbol).group(1)
+    handler = f" {module.handler}" if module.handler else ""
+    return f"  gpu.binary @{symbol}{handler} [{', '.join(objects)}]\n"
+
+
+def _mlir_bytes(data):
+    return "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
+
+
+def translate_host(source, jobs, outputs, options):
+    """Host LLVM IR: each gpu.module replaced by a gpu.binary with our objects, translated by mlir-translate."""
+    pieces = {module.name: _gpu_binary(module, [j for j in jobs if j.module is module], outputs, options)
+              for module in source.modules}
+    container = sources.replace_modules(source.container, pieces)
+    tool = toolchain.llvm_tool("mlir-translate")
+    result = subprocess.run([tool, "--mlir-to-llvmir", "-"], input=container.encode("utf-8"), capture_output=True,
+                            timeout=600)
+    if result.returncode != 0:
+        raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source.path, "translating host code",
+                                      fix="pass --host-code ignore to embed only the binaries")
+    return result.stdout.decode("utf-8")
+
+
+def _dump(ctx, name, data):
+    if ctx.options.dump_dir:
+        path = os.path.join(ctx.options.dump_dir, name)
+        write_atomic(path, data)
+        ctx.dumps.append(path)
 
 
 def _prepare_dump_dir(path, source):
@@ -231,34 +354,64 @@ def _prepare_dump_dir(path, source):
                            fix="choose a writable --dump-intermediates folder") from exc
 
 
+def _check_layout(source, options):
+    warnings = []
+    if options.layout not in LAYOUTS:
+        raise CompileError(f"unknown layout '{options.layout}'", fix=f"use one of {', '.join(LAYOUTS)}")
+    if options.layout == "vendor":
+        if options.format != "fatbin":
+            raise CompileError(f"the vendor layout embeds fat binaries, not format '{options.format}'",
+                               file=source.path, fix="use --format fatbin with --layout vendor")
+        if source.has_host_code:
+            raise CompileError("the vendor layout is for objects without host code (MLIR's launch glue loads "
+                               "its own binaries)", file=source.path, fix="use --layout plain for this file")
+        if options.section:
+            warnings.append(f"--section {options.section} overrides the vendor sections: cuobjdump and "
+                            "roc-obj-ls look only in .nv_fatbin / .hip_fatbin and will not find this code")
+    return warnings
+
+
 def compile_file(source, options):
     """Compile every gpu.module of `source`; returns the host object bytes and what was written."""
     timings = {}
     started = time.perf_counter()
-    modules = sources.load(source, options)
-    jobs = plan(modules, source, options)
+    loaded = sources.load(source, options)
+    warnings = _check_layout(loaded, options)
+    jobs = plan(loaded.modules, source, options)
     timings["split"] = time.perf_counter() - started
     if options.dump_dir:
         _prepare_dump_dir(options.dump_dir, source)
     started = time.perf_counter()
-    llvm_irs = translate(modules, source)
+    llvm_irs = translate(loaded.modules, source)
     timings["translate"] = time.perf_counter() - started
     scratch = tempfile.mkdtemp(prefix="mlirgpu-")
     try:
         with workers.lease() as worker:
             ctx = _Context(options, worker, scratch)
-            symbols = [(f"{job.symbol}_binary", run_job(ctx, job, llvm_irs[job.module.name])) for job in jobs]
+            outputs = {job.id: run_job(ctx, job, llvm_irs[job.module.name]) for job in jobs}
+            binaries = _embeddings(ctx, loaded, jobs, outputs)
             started = time.perf_counter()
-            obj = worker.call("host_object", symbols, options.section, what=f"{source}: host object")
+            source_name = os.path.basename(source)
+            if loaded.has_host_code:
+                translated = translate_host(loaded, jobs, outputs, options)
+                _dump(ctx, HOST_DUMP, translated)
+                ir = embed.host_ir_with_glue(translated, binaries, source_name)
+            else:
+                ir = embed.host_ir(binaries, options.layout, options.section, source_name)
+            obj = worker.call("object_from_ir", ir, what=f"{source}: host object")
             timings.update(ctx.timings)
             timings["embed"] = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return CompileResult(obj, jobs, ctx.dumps, timings)
+    header = embed.header(binaries, options.layout, options.section, source_name,
+                          "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
+    return CompileResult(obj, jobs, ctx.dumps, timings, binaries, header, warnings)
 
 
 def compile_to_object(source, output, options):
-    """Compile `source` and write the host object to `output` atomically."""
+    """Compile `source` and write the host object (and the C header, when asked) atomically."""
     result = compile_file(source, options)
     write_atomic(output, result.object_bytes)
+    if options.header:
+        write_atomic(options.header, result.header)
     return result

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from . import source as sources
 from .attrs import matching_close, parse_parameters
 from .errors import CompileError
-from .naming import job_names
-from .pipeline import plan, stage_suffixes
+from .pipeline import HOST_DUMP, dump_names, plan
 from .targets import TARGETS, target_for_attribute
 
 
@@ -210,7 +209,7 @@ def _with_build_targets(modules, options):
 def planned_outputs(path, options):
     """Dump file names (relative to the dump folder) a compile of `path` with `options` writes, in order.
 
-    Raises CompileError for input the compile would reject anyway, so the build reports it early.
+    Returns [] for input the compile rejects anyway (it then reports the error with file and line).
     """
     try:
         with open(path, encoding="utf-8") as handle:
@@ -218,18 +217,19 @@ def planned_outputs(path, options):
         modules, _ = fast_scan(text)
         modules = _with_build_targets(modules, options)
         if modules is None:
-            return []  # the compile reports the missing target with file and line
+            return []
+        host = options.host_code == "compile" and sources.has_host_code(_structure(text)[1])
     except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
         try:
-            jobs = plan(sources.load(path, options), path, options)
+            loaded = sources.load(path, options)
+            plan(loaded.modules, path, options)
         except CompileError:
-            return []  # the compile will fail with this error and write nothing
-        return [f"{job.stem}.{suffix}" for job in jobs for suffix in stage_suffixes(job.target, options.format)]
+            return []
+        modules, host = loaded.modules, loaded.has_host_code
     names = []
     for module in modules:
-        for scanned, (stem, _symbol) in zip(module.targets, job_names(module.name, module.targets)):
-            names += [f"{stem}.{suffix}" for suffix in stage_suffixes(scanned.target, options.format)]
-    return names
+        names += dump_names(module.name, module.targets, options, host)
+    return names + ([HOST_DUMP] if host else [])
 
 
 def uses_build_target(path):

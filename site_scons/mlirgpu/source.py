@@ -16,7 +16,7 @@ from .attrs import matching_close, parse_parameters
 from .errors import CompileError
 from .targets import TARGETS, target_for_attribute
 
-_MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)')
+_MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)\s*(<#[^\[{]*>)?')
 _LOC = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)\s*$')
 _TARGET = re.compile(r"#(\w+\.target)(<)?")
 
@@ -64,6 +64,21 @@ class GpuModule:
     line: int
     text: str
     targets: tuple
+    handler: str = ""  # offloading handler, e.g. `<#gpu.select_object<1>>`
+
+
+@dataclass
+class Source:
+    """A loaded .mlir file: its gpu.modules (lowered and targeted) and, when it holds host code that launches
+    kernels, the container text in which each gpu.module is later replaced by a gpu.binary."""
+
+    path: str
+    modules: list
+    container: str = ""  # normalised (and lowered) file text; '' when there is no host code
+
+    @property
+    def has_host_code(self):
+        return bool(self.container)
 
 
 def _run_mlir_opt(args, source, what):
@@ -199,13 +214,57 @@ def split(text, source):
         loc = _LOC.search(lines[end]) if end < len(lines) else None
         line = int(loc.group(1)) if loc else None
         piece = "\n".join(lines[i : end + 1]) + "\n"
-        modules.append(GpuModule(_symbol(match.group(1)), line, piece, _targets_of(lines[i], source, line)))
+        modules.append(GpuModule(_symbol(match.group(1)), line, piece, _targets_of(lines[i], source, line),
+                                 (match.group(2) or "").strip()))
         i = end + 1
     return modules
 
 
+HOST_PIPELINE = (
+    "convert-math-to-llvm, finalize-memref-to-llvm, convert-arith-to-llvm, convert-cf-to-llvm, "
+    "convert-func-to-llvm, gpu-to-llvm, reconcile-unrealized-casts"
+)
+
+
+def has_host_code(text):
+    """True when host code launches kernels (`gpu.launch_func`, or `gpu.launch` to be outlined)."""
+    return re.search(r"(?<![\w.])gpu\.launch(?:_func)?\b", text) is not None
+
+
+def replace_modules(text, pieces):
+    """`text` with each top-level gpu.module replaced by `pieces[name]` (a str), in place."""
+    lines = text.splitlines(keepends=True)
+    out = []
+    i = 0
+    while i < len(lines):
+        match = _MODULE_HEAD.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and not lines[end].startswith("  }"):
+            end += 1
+        out.append(pieces[_symbol(match.group(1))])
+        i = end + 1
+    return "".join(out)
+
+
+def _lower_host(text, path):
+    tool = toolchain.llvm_tool("mlir-opt")
+    argv = [tool, "-", f"--pass-pipeline=builtin.module({HOST_PIPELINE})", "--mlir-print-local-scope",
+            "--mlir-print-debuginfo"]
+    result = subprocess.run(argv, input=text.encode("utf-8"), capture_output=True, timeout=600)
+    if result.returncode != 0:
+        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), path, "lowering host code",
+                              fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or pass "
+                                  "--host-code ignore to embed only the binaries")
+    return result.stdout.decode("utf-8")
+
+
 def load(path, options):
-    """The gpu.modules of `path`, lowered and given a target from `options` where they carry none."""
+    """The gpu.modules of `path`, lowered and given a target from `options` where they carry none; host code
+    that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container."""
     text = normalise(path)
     modules = split(text, path)
     if lowering_needed(text, modules):
@@ -224,16 +283,24 @@ def load(path, options):
             except CompileError as exc:
                 raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
-        lowered = split(lower(path, target, chips, options.features, opt_level), path)
+        lowered = lower(path, target, chips, options.features, opt_level)
         original = {m.name: m for m in modules if m.targets}
-        modules = [original.get(m.name, m) for m in lowered]
+        modules = [original.get(m.name, m) for m in split(lowered, path)]
+        # Modules that had targets keep them as written (attach-target would have appended one).
+        text = replace_modules(lowered, {m.name: m.text for m in modules})
+    container = ""
+    if options.host_code == "compile" and has_host_code(text):
+        container = _lower_host(text, path)
+        modules = split(container, path)
     uses = [m for m in modules if "dense_resource<" in m.text]
     trailer = _resources(path, uses)
     if trailer:
         modules = [
-            GpuModule(m.name, m.line, m.text + trailer, m.targets) if m in uses else m for m in modules
+            GpuModule(m.name, m.line, m.text + trailer, m.targets, m.handler) if m in uses else m for m in modules
         ]
-    return modules
+        if container:
+            container += trailer
+    return Source(path, modules, container)
 
 
 def display_name(path):

@@ -1,15 +1,16 @@
-// Target-neutral host func.func with two gpu.launch regions (need gpu-kernel-outlining), affine.apply (lower-affine), math.exp softmax numerator.
+// Target-neutral host func.func with two async gpu.launch regions (need gpu-kernel-outlining), affine.apply (lower-affine), math.exp softmax numerator.
 #blk = affine_map<(b, t)[s] -> (b * s + t)>
-module {
+module attributes {gpu.container_module} {
   func.func @launch_host_softmax_num(%x: memref<4096xf32>, %y: memref<4096xf32>, %mx: f32) {
     %c1 = arith.constant 1 : index
     %c16 = arith.constant 16 : index
     %c256 = arith.constant 256 : index
-    %dx = gpu.alloc () : memref<4096xf32>
-    %dy = gpu.alloc () : memref<4096xf32>
-    gpu.memcpy %dx, %x : memref<4096xf32>, memref<4096xf32>
+    %t0 = gpu.wait async
+    %dx, %t1 = gpu.alloc async [%t0] () : memref<4096xf32>
+    %dy, %t2 = gpu.alloc async [%t1] () : memref<4096xf32>
+    %t3 = gpu.memcpy async [%t2] %dx, %x : memref<4096xf32>, memref<4096xf32>
     // y[i] = exp(x[i] - mx)
-    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c16, %gy = %c1, %gz = %c1)
+    %t4 = gpu.launch async [%t3] blocks(%bx, %by, %bz) in (%gx = %c16, %gy = %c1, %gz = %c1)
                threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
       %i = affine.apply #blk(%bx, %tx)[%sx]
       %v = memref.load %dx[%i] : memref<4096xf32>
@@ -19,7 +20,7 @@ module {
       gpu.terminator
     }
     // x[i] = y[i] clamped to [0, 1] with a select chain.
-    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c16, %gy = %c1, %gz = %c1)
+    %t5 = gpu.launch async [%t4] blocks(%bx, %by, %bz) in (%gx = %c16, %gy = %c1, %gz = %c1)
                threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
       %i = affine.apply #blk(%bx, %tx)[%sx]
       %zero = arith.constant 0.0 : f32
@@ -30,9 +31,10 @@ module {
       memref.store %hi, %dx[%i] : memref<4096xf32>
       gpu.terminator
     }
-    gpu.memcpy %y, %dx : memref<4096xf32>, memref<4096xf32>
-    gpu.dealloc %dx : memref<4096xf32>
-    gpu.dealloc %dy : memref<4096xf32>
+    %t6 = gpu.memcpy async [%t5] %y, %dx : memref<4096xf32>, memref<4096xf32>
+    %t7 = gpu.dealloc async [%t6] %dx : memref<4096xf32>
+    %t8 = gpu.dealloc async [%t7] %dy : memref<4096xf32>
+    gpu.wait [%t8]
     return
   }
 }

@@ -49,6 +49,14 @@ class Target:
         """Turn ISA text into binaries: returns {suffix: bytes} for `binary_suffixes(fmt)`."""
         raise NotImplementedError
 
+    def object_properties(self, job, fmt):
+        """Properties upstream's serializer records in the `#gpu.object` (they shape the host launch glue)."""
+        return {}
+
+    def combine(self, jobs, outputs, options, scratch):
+        """One fat container holding the binaries of several chips of one module (see pipeline.combined_suffix)."""
+        raise NotImplementedError
+
 
 @functools.lru_cache(maxsize=None)
 def _processors(triple):

@@ -52,7 +52,7 @@ class NVVM(Target):
         if fmt == "fatbin":
             fatbinary = toolchain.cuda_tool("fatbinary", toolkit)
             fatbin_path = os.path.join(scratch, "kernel.fatbin")
-            sm = job.chip.split("_", 1)[-1]
+            sm = _sm(job.chip)
             run_tool(
                 [fatbinary, "-64", f"--image3=kind=elf,sm={sm},file={cubin_path}",
                  f"--image3=kind=ptx,sm={sm},file={ptx_path}", "--create", fatbin_path],
@@ -62,9 +62,37 @@ class NVVM(Target):
                 outputs["fatbin"] = handle.read()
         return outputs
 
+    def object_properties(self, job, fmt):
+        # NVVM records the O level for ISA objects: the glue passes it to mgpuModuleLoadJIT.
+        return {"O": f"{job.opt_level} : i32"} if fmt == "isa" else {}
+
+    def combine(self, jobs, outputs, options, scratch):
+        """One fatbin: every chip's cubin, plus the PTX of the newest chip (as nvcc does), via fatbinary."""
+        argv = [toolchain.cuda_tool("fatbinary", self.toolkit(options)), "-64"]
+        for index, (job, output) in enumerate(zip(jobs, outputs)):
+            path = os.path.join(scratch, f"combine{index}.cubin")
+            with open(path, "wb") as handle:
+                handle.write(output.binaries["cubin"])
+            argv.append(f"--image3=kind=elf,sm={_sm(job.chip)},file={path}")
+        newest = max(range(len(jobs)), key=lambda i: int(re.sub(r"\D", "", _sm(jobs[i].chip)) or 0))
+        ptx = os.path.join(scratch, "combine.ptx")
+        with open(ptx, "w", encoding="utf-8") as handle:
+            handle.write(outputs[newest].isa)
+        fatbin = os.path.join(scratch, "combined.fatbin")
+        argv += [f"--image3=kind=ptx,sm={_sm(jobs[newest].chip)},file={ptx}", "--create", fatbin]
+        run_tool(argv, "fatbinary (several chips)", jobs[newest])
+        with open(fatbin, "rb") as handle:
+            return handle.read()
+
+
+def _sm(chip):
+    """`sm_90a` -> `90a`, the form fatbinary's `sm=` takes."""
+    return chip.split("_", 1)[-1]
+
 
 def _ptxas_fix(chip):
     match = re.match(r"sm_(\d+)", chip)
     if match and int(match.group(1)) < 75:
         return f"'{chip}' is older than this ptxas supports; use sm_75 or newer, or an older CUDA toolkit"
     return "check the chip and the ptxas options (see the repro command)"
+

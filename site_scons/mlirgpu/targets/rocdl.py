@@ -7,6 +7,7 @@ import os
 import re
 
 from .. import toolchain
+from ..bundle import make_bundle
 from ..errors import CompileError
 from .base import Library, Target, run_tool
 
@@ -88,3 +89,7 @@ class ROCDL(Target):
         run_tool([lld, "-shared", obj_path, "-o", hsaco_path], "linking the HSACO (ld.lld)", job)
         with open(hsaco_path, "rb") as handle:
             return {"hsaco": handle.read()}
+
+    def combine(self, jobs, outputs, options, scratch):
+        """One clang offload bundle with every chip's HSACO (HIP's `hipv4-amdgcn-amd-amdhsa--<chip>` entries)."""
+        return make_bundle([(job.chip, output.binaries["hsaco"]) for job, output in zip(jobs, outputs)])

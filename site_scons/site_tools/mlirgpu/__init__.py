@@ -8,7 +8,11 @@ Construction variables (defaults set with SetDefault, never over a user's value)
   GPU_FEATURES    target features (e.g. '+ptx80')
   GPU_OPT_LEVEL   0-3 ('' = the target's default, 2)
   GPU_FORMAT      isa | bin | fatbin (default fatbin, as upstream)
-  GPU_SECTION     ELF section of the embedded binaries ('' = .rodata)
+  GPU_SECTION     ELF section of the embedded binaries ('' = .rodata, or the vendor sections)
+  GPU_LAYOUT      plain | vendor (.nv_fatbin / .hip_fatbin, which cuobjdump and HIP tools read)
+  GPU_SYMBOL_PREFIX  prefix of every C symbol (objects whose modules share names)
+  GPU_HOST_CODE   compile | ignore: keep MLIR's launch glue for host code in the source, or embed binaries only
+  GPU_HEADER      the object's C header (default `<object dir>/<object name>.h`; '' for none)
   GPU_LINKLIBS    bitcode libraries to link (dependencies of the object)
   GPU_TOOLKIT     CUDA or ROCm root ('' = found from the environment)
   GPU_OPTS        extra ptxas options
@@ -29,6 +33,7 @@ import SCons.Errors
 import SCons.Tool
 import SCons.Util
 import SCons.Variables
+import SCons.Warnings
 
 
 def _core_package():
@@ -65,7 +70,8 @@ from mlirgpu.scan import planned_outputs, uses_build_target  # noqa: E402
 # Every variable that changes the output; GPU_DUMP is deliberately absent (dumps only add targets). The
 # target/chip/features/O settings enter through MLIRGPU_LOWERING, only for sources they apply to.
 SIGNATURE_VARS = [
-    "GPU_FORMAT", "GPU_SECTION", "GPU_LINKLIBS", "GPU_TOOLKIT", "GPU_OPTS", "MLIRGPU_VERSIONS", "MLIRGPU_LOWERING",
+    "GPU_FORMAT", "GPU_SECTION", "GPU_LAYOUT", "GPU_SYMBOL_PREFIX", "GPU_HOST_CODE", "GPU_LINKLIBS", "GPU_TOOLKIT", "GPU_OPTS",
+    "MLIRGPU_VERSIONS", "MLIRGPU_LOWERING",
 ]
 
 
@@ -108,6 +114,10 @@ def _options(env, target, source, with_dumps):
         chip=",".join(_as_list(env.get("GPU_CHIP", ""))),
         features=env.subst("$GPU_FEATURES"),
         opt_level=int(level) if level.strip() else None,
+        layout=env.subst("$GPU_LAYOUT"),
+        host_code=env.subst("$GPU_HOST_CODE"),
+        header=env.subst("$GPU_HEADER", target=target, source=source),
+        symbol_prefix=env.subst("$GPU_SYMBOL_PREFIX", target=target, source=source),
     )
 
 
@@ -129,24 +139,26 @@ def _emitter(target, source, env):
     obj.attributes.mlirgpu_libs = libs
     if libs:
         env.Depends(obj, libs)
-    if not _dump_enabled(env):
-        return target, source
     options = _options(env, target, source, with_dumps=True)
-    dump_dir = env.Dir(options.dump_dir)
-    dumps = [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
-    env.Clean(obj, dump_dir)
-    return [obj] + dumps + target[1:], source
+    extra = [env.File(options.header)] if options.header else []
+    if _dump_enabled(env):
+        dump_dir = env.Dir(options.dump_dir)
+        extra += [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
+        env.Clean(obj, dump_dir)
+    return [obj] + extra + target[1:], source
 
 
 def _compile(target, source, env):
     obj = target[0]
-    with_dumps = len(target) > 1
-    options = _options(env, target, source, with_dumps)
+    options = _options(env, target, source, with_dumps=_dump_enabled(env))
     try:
         result = compile_to_object(_source_path(source[0]), obj.path, options)
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
-    declared = sorted(os.path.normpath(node.path) for node in target[1:])
+    for warning in result.warnings:
+        SCons.Warnings.warn(SCons.Warnings.SConsWarning, f"{source[0]}: {warning}")
+    header = [os.path.normpath(options.header)] if options.header else []
+    declared = sorted(os.path.normpath(node.path) for node in target[1:] if os.path.normpath(node.path) not in header)
     written = sorted(os.path.normpath(path) for path in result.dumps)
     if declared != written:
         missing = sorted(set(declared) - set(written))
@@ -175,7 +187,8 @@ def _gpu_dumps(env, objects):
     """The dump files declared for `objects` (built by GpuObject or by Object/Program from .mlir sources)."""
     dumps = []
     for node in SCons.Util.flatten([objects]):
-        dumps += node.get_executor().get_all_targets()[1:] if node.has_builder() else []
+        if node.has_builder():
+            dumps += [t for t in node.get_executor().get_all_targets()[1:] if not str(t).endswith(".h")]
     return dumps
 
 
@@ -183,7 +196,7 @@ def _describe(target, source, env):
     custom = env.subst("$MLIRGPUCOMSTR", target=target, source=source)
     if custom:
         return custom
-    options = _options(env, target, source, len(target) > 1)
+    options = _options(env, target, source, _dump_enabled(env))
     line = f"mlirgpu compile {source[0]} -o {target[0]} --format {options.format}"
     for flag, value in (("--target", options.target), ("--chip", options.chip), ("--section", options.section),
                         ("--dump-intermediates", options.dump_dir)):
@@ -220,6 +233,7 @@ def options(opts):
         opts.Add(name, text, None)
     opts.Add(SCons.Variables.EnumVariable("GPU_FORMAT", "isa | bin | fatbin", None,
                                           allowed_values=("isa", "bin", "fatbin")))
+    opts.Add(SCons.Variables.EnumVariable("GPU_LAYOUT", "plain | vendor", None, allowed_values=("plain", "vendor")))
     opts.Add(SCons.Variables.BoolVariable(("GPU_DUMP", "DUMP"), "keep every stage's output", None))
 
 
@@ -231,8 +245,10 @@ def generate(env):
         raise SCons.Errors.StopError(str(exc)) from None
     env.SetDefault(
         GPU_TARGET="", GPU_CHIP="", GPU_FEATURES="", GPU_OPT_LEVEL="", GPU_FORMAT="fatbin", GPU_SECTION="",
-        GPU_LINKLIBS=[], GPU_TOOLKIT="", GPU_OPTS="", GPU_DUMP=False,
-        GPU_DUMPDIR="${TARGET.dir}/${TARGET.filebase}.dumps", MLIRGPUCOMSTR="",
+        GPU_LINKLIBS=[], GPU_TOOLKIT="", GPU_OPTS="", GPU_DUMP=False, GPU_LAYOUT="plain", GPU_SYMBOL_PREFIX="",
+        GPU_HOST_CODE="compile",
+        GPU_DUMPDIR="${TARGET.dir}/${TARGET.filebase}.dumps", GPU_HEADER="${TARGET.dir}/${TARGET.filebase}.h",
+        MLIRGPUCOMSTR="",
     )
     env.SetDefault(MLIRGPU_VERSIONS=_versions(env), MLIRGPU_LOWERING=_lowering_signature)
     action = SCons.Action.Action(_compile, strfunction=_describe, varlist=SIGNATURE_VARS)
