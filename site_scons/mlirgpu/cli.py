@@ -55,7 +55,7 @@ def main(argv=None):
             print(exc.detail, file=sys.stderr)
         return 1
     for warning in result.warnings:
-        print(f"mlirgpu: {args.input}: warning: {warning}", file=sys.stderr)
+        print(f"mlirgpu: {warning}", file=sys.stderr)
     if args.timings:
         for stage, seconds in result.timings.items():
             print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)

@@ -26,13 +26,37 @@ class CompileError(Exception):
         return self
 
     def __str__(self):
-        where = ""
-        if self.file:
-            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
-        text = f"{where}error: {self.message}"
+        text = f"{_where(self.file, self.line)}error: {_one_line(self.message)}"
         if self.fix:
             text += f" (fix: {self.fix})"
         return text
+
+
+class CompileWarning:
+    """Something the user should know that does not stop the compile: `FILE[:LINE]: warning: WHAT`."""
+
+    def __init__(self, message, *, file=None, line=None):
+        self.message = message
+        self.file = file
+        self.line = line
+
+    def __str__(self):
+        return f"{_where(self.file, self.line)}warning: {_one_line(self.message)}"
+
+    def without_label(self):
+        """`FILE:LINE: WHAT`, for reporters that add their own `warning:` label (SCons)."""
+        return f"{_where(self.file, self.line)}{_one_line(self.message)}"
+
+
+def _where(file, line):
+    if not file:
+        return ""
+    return f"{file}:{line}: " if line else f"{file}: "
+
+
+def _one_line(text):
+    """Tool messages may span lines; ours are one line so build logs stay greppable."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 class ToolMissing(CompileError):

@@ -170,13 +170,16 @@ def link(job_id, libraries):
     job = _jobs[job_id]
     module = job.module
     for path, strip_named, retarget in libraries:
-        library = _load_library(
-            path,
-            job.context,
-            strip_named,
-            module.triple if retarget else None,
-            module.data_layout if retarget else None,
-        )
+        try:
+            library = _load_library(
+                path,
+                job.context,
+                strip_named,
+                module.triple if retarget else None,
+                module.data_layout if retarget else None,
+            )
+        except (RuntimeError, OSError) as exc:
+            raise RuntimeError(f"cannot read bitcode library '{path}': {str(exc).strip()}") from exc
         declared = {v.name for v in list(module.functions) + list(module.global_variables) if v.is_declaration}
         defined_before = {v.name for v in _definitions(module)}
         imported = set()

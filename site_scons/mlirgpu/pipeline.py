@@ -15,16 +15,15 @@ then every job's binary (or ISA text plus a NUL, for format=isa) is embedded in 
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 
 from . import embed
 from . import source as sources
-from . import toolchain, workers
+from . import process, toolchain, workers
 from .embed import Embedded
-from .errors import CompileError
+from .errors import CompileError, CompileWarning
 from .fsutil import write_atomic
 from .naming import c_name, file_stem, job_names
 from .options import FORMATS, LAYOUTS
@@ -169,9 +168,12 @@ def plan(modules, source, options):
 def translate(modules, source):
     """LLVM IR text for each module, from one mlir-translate process (pieces split by `// -----`)."""
     joined = "\n// -----\n".join(module.text for module in modules)
-    tool = toolchain.llvm_tool("mlir-translate")
-    argv = [tool, "--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-"]
-    result = subprocess.run(argv, input=joined.encode("utf-8"), capture_output=True, timeout=600)
+    argv = [toolchain.llvm_tool("mlir-translate"), "--no-implicit-module", "--split-input-file", "--mlir-to-llvmir",
+            "--preserve-ll-uselistorder", "-"]
+    try:
+        result = process.run(argv, "translating to LLVM IR", input=joined.encode("utf-8"))
+    except CompileError as exc:
+        raise exc.located(source)
     if result.returncode != 0:
         raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, "translating to LLVM IR")
     text = result.stdout.decode("utf-8")
@@ -328,9 +330,11 @@ def translate_host(source, jobs, outputs, options):
     pieces = {module.name: _gpu_binary(module, [j for j in jobs if j.module is module], outputs, options)
               for module in source.modules}
     container = sources.replace_modules(source.container, pieces)
-    tool = toolchain.llvm_tool("mlir-translate")
-    result = subprocess.run([tool, "--mlir-to-llvmir", "-"], input=container.encode("utf-8"), capture_output=True,
-                            timeout=600)
+    try:
+        result = process.run([toolchain.llvm_tool("mlir-translate"), "--mlir-to-llvmir", "-"], "translating host code",
+                             input=container.encode("utf-8"))
+    except CompileError as exc:
+        raise exc.located(source.path)
     if result.returncode != 0:
         raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source.path, "translating host code",
                                       fix="pass --host-code ignore to embed only the binaries")
@@ -366,8 +370,9 @@ def _check_layout(source, options):
             raise CompileError("the vendor layout is for objects without host code (MLIR's launch glue loads "
                                "its own binaries)", file=source.path, fix="use --layout plain for this file")
         if options.section:
-            warnings.append(f"--section {options.section} overrides the vendor sections: cuobjdump and "
-                            "roc-obj-ls look only in .nv_fatbin / .hip_fatbin and will not find this code")
+            warnings.append(CompileWarning(
+                f"section '{options.section}' overrides the vendor sections: cuobjdump and roc-obj-ls look only "
+                "in .nv_fatbin / .hip_fatbin and will not find this code", file=source.path))
     return warnings
 
 
@@ -384,6 +389,11 @@ def compile_file(source, options):
     started = time.perf_counter()
     llvm_irs = translate(loaded.modules, source)
     timings["translate"] = time.perf_counter() - started
+    warnings += loaded.warnings
+    for module in loaded.modules:
+        if not re.search(r"^define (?:[\w\s]+ )?(?:ptx_kernel|amdgpu_kernel) ", llvm_irs[module.name], re.M):
+            warnings.append(CompileWarning(f"gpu.module @{module.name} has no kernels: its binary has no entry "
+                                           "points", file=source, line=module.line))
     scratch = tempfile.mkdtemp(prefix="mlirgpu-")
     try:
         with workers.lease() as worker:

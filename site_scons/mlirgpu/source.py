@@ -8,12 +8,11 @@ then a standalone module for `mlir-translate --no-implicit-module`. Local-scope 
 """
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 
-from . import toolchain
+from . import process, toolchain
 from .attrs import matching_close, parse_parameters
-from .errors import CompileError
+from .errors import CompileError, CompileWarning
 from .targets import TARGETS, target_for_attribute
 
 _MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)\s*(<#[^\[{]*>)?')
@@ -75,6 +74,7 @@ class Source:
     path: str
     modules: list
     container: str = ""  # normalised (and lowered) file text; '' when there is no host code
+    warnings: list = field(default_factory=list)
 
     @property
     def has_host_code(self):
@@ -82,11 +82,10 @@ class Source:
 
 
 def _run_mlir_opt(args, source, what):
-    tool = toolchain.llvm_tool("mlir-opt")
     try:
-        result = subprocess.run([tool, *args], capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise CompileError(f"mlir-opt timed out while {what}", file=source) from exc
+        result = process.run([toolchain.llvm_tool("mlir-opt"), *args], what)
+    except CompileError as exc:
+        raise exc.located(source)
     if result.returncode != 0:
         raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what)
     return result.stdout.decode("utf-8")
@@ -251,10 +250,12 @@ def replace_modules(text, pieces):
 
 
 def _lower_host(text, path):
-    tool = toolchain.llvm_tool("mlir-opt")
-    argv = [tool, "-", f"--pass-pipeline=builtin.module({HOST_PIPELINE})", "--mlir-print-local-scope",
-            "--mlir-print-debuginfo"]
-    result = subprocess.run(argv, input=text.encode("utf-8"), capture_output=True, timeout=600)
+    argv = [toolchain.llvm_tool("mlir-opt"), "-", f"--pass-pipeline=builtin.module({HOST_PIPELINE})",
+            "--mlir-print-local-scope", "--mlir-print-debuginfo"]
+    try:
+        result = process.run(argv, "lowering host code", input=text.encode("utf-8"))
+    except CompileError as exc:
+        raise exc.located(path)
     if result.returncode != 0:
         raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), path, "lowering host code",
                               fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or pass "
@@ -267,6 +268,13 @@ def load(path, options):
     that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container."""
     text = normalise(path)
     modules = split(text, path)
+    warnings = []
+    if options.target:
+        for module in modules:
+            if module.targets and all(t.target.name != options.target for t in module.targets):
+                warnings.append(CompileWarning(
+                    f"gpu.module @{module.name} carries its own target(s); target {options.target} applies only "
+                    "to modules without one", file=path, line=module.line))
     if lowering_needed(text, modules):
         if not options.target:
             untargeted = [m for m in modules if not m.targets]
@@ -300,7 +308,7 @@ def load(path, options):
         ]
         if container:
             container += trailer
-    return Source(path, modules, container)
+    return Source(path, modules, container, warnings)
 
 
 def display_name(path):

@@ -3,7 +3,7 @@ import functools
 import re
 import subprocess
 
-from .. import toolchain
+from .. import process, toolchain
 from ..errors import CompileError
 
 
@@ -74,21 +74,11 @@ def _processors(triple):
 
 
 def run_tool(argv, what, job, fix=None):
-    """Run an external tool; a failure becomes a CompileError with its output and a repro command."""
-    try:
-        result = subprocess.run(argv, capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise CompileError(f"module @{job.module.name}: {what} timed out after 600 s", fix=fix) from exc
-    except OSError as exc:
-        raise CompileError(f"module @{job.module.name}: cannot run {argv[0]}: {exc.strerror}", fix=fix) from exc
+    """Run a serializer tool; a failure becomes a CompileError with its output and a repro command."""
+    label = f"module @{job.module.name} ({job.chip}): {what}"
+    result = process.run(argv, label)
     if result.returncode != 0:
         output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
-        first = output.splitlines()[0] if output else f"exit code {result.returncode}"
-        if result.returncode < 0:
-            first = f"{argv[0]} crashed (signal {-result.returncode}); {first}"
-        raise CompileError(
-            f"module @{job.module.name} ({job.chip}): {what} failed: {first}",
-            fix=fix,
-            detail=output + "\nrepro: " + " ".join(argv),
-        )
+        first = next((line.strip() for line in output.splitlines() if line.strip()), f"exit code {result.returncode}")
+        raise CompileError(f"{label} failed: {first}", fix=fix, detail=output + "\nrepro: " + " ".join(argv))
     return result

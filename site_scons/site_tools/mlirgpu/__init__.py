@@ -156,7 +156,7 @@ def _compile(target, source, env):
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
     for warning in result.warnings:
-        SCons.Warnings.warn(SCons.Warnings.SConsWarning, f"{source[0]}: {warning}")
+        SCons.Warnings.warn(SCons.Warnings.SConsWarning, warning.without_label())
     header = [os.path.normpath(options.header)] if options.header else []
     declared = sorted(os.path.normpath(node.path) for node in target[1:] if os.path.normpath(node.path) not in header)
     written = sorted(os.path.normpath(path) for path in result.dumps)

@@ -1,0 +1,41 @@
+"""Running external tools: argument lists only (never a shell), a time limit, and failures as CompileErrors.
+
+The limit is `$MLIRGPU_TOOL_TIMEOUT` seconds (default 600) per tool run. A tool killed by a signal or past the
+limit is reported by name; a non-zero exit is returned to the caller, which knows how to read that tool's output.
+"""
+import os
+import signal
+import subprocess
+
+from .errors import CompileError
+
+
+def timeout():
+    try:
+        return float(os.environ.get("MLIRGPU_TOOL_TIMEOUT", "600"))
+    except ValueError:
+        return 600.0
+
+
+def run(argv, what, *, input=None):
+    """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
+    name = os.path.basename(argv[0])
+    try:
+        result = subprocess.run(
+            argv, input=input, capture_output=True, timeout=timeout(),
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(f"{what}: {name} did not finish within {timeout():g} s",
+                           fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc
+    except OSError as exc:
+        raise CompileError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from exc
+    if result.returncode < 0:
+        try:
+            signame = signal.Signals(-result.returncode).name
+        except ValueError:
+            signame = f"signal {-result.returncode}"
+        output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+        raise CompileError(f"{what}: {name} crashed ({signame})", fix="see the tool's output with -v",
+                           detail=output + "\nrepro: " + " ".join(argv))
+    return result
