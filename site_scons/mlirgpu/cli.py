@@ -4,7 +4,7 @@ import sys
 
 from .errors import CompileError
 from .fsutil import remove_quietly
-from .options import FORMATS, HOST_CODE, LAYOUTS, CompileOptions
+from .options import FORMATS, CompileOptions
 from .pipeline import compile_to_object
 
 
@@ -14,21 +14,21 @@ def _parser():
     compile_ = commands.add_parser("compile", help="compile the gpu.modules of a .mlir file to a host object")
     compile_.add_argument("input")
     compile_.add_argument("-o", "--output", required=True)
-    compile_.add_argument("--format", choices=FORMATS, default="fatbin")
+    compile_.add_argument("--format", default="fatbin", help=" | ".join(FORMATS))
     compile_.add_argument("--section", default="", help="ELF section of the embedded binaries (default .rodata)")
     compile_.add_argument("--toolkit", default="", help="CUDA or ROCm root")
     compile_.add_argument("-l", dest="link_libs", action="append", default=[], metavar="LIB.bc")
     compile_.add_argument("--opts", default="", help="extra options for ptxas")
     compile_.add_argument("--dump-intermediates", dest="dump_dir", default="", metavar="DIR")
-    compile_.add_argument("--target", choices=("nvvm", "rocdl"), default="",
-                          help="target for gpu.modules that carry none (lowered first)")
+    compile_.add_argument("--target", default="",
+                          help="nvvm | rocdl: target for gpu.modules that carry none (lowered first)")
     compile_.add_argument("--chip", default="")
     compile_.add_argument("--features", default="")
-    compile_.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=None)
-    compile_.add_argument("--layout", choices=LAYOUTS, default="plain",
-                          help="vendor: .nv_fatbin/.hip_fatbin sections that cuobjdump and HIP tools read")
-    compile_.add_argument("--host-code", choices=HOST_CODE, default="compile",
-                          help="host code launching kernels: keep MLIR's launch glue (compile) or drop it (ignore)")
+    compile_.add_argument("-O", dest="opt_level", type=int, default=None, help="0-3")
+    compile_.add_argument("--layout", default="plain",
+                          help="plain | vendor (.nv_fatbin/.hip_fatbin sections that cuobjdump and HIP tools read)")
+    compile_.add_argument("--host-code", default="compile",
+                          help="compile | ignore: keep MLIR's launch glue for host code, or embed only the binaries")
     compile_.add_argument("--header", default="", metavar="FILE.h", help="write a C header describing the object")
     compile_.add_argument("--symbol-prefix", default="", help="prefix for every C symbol of the object")
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")

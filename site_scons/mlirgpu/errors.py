@@ -55,8 +55,9 @@ def _where(file, line):
 
 
 def _one_line(text):
-    """Tool messages may span lines; ours are one line so build logs stay greppable."""
-    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    """Tool messages may span lines or hold control bytes; ours are one printable line, so logs stay greppable."""
+    printable = "".join(ch if ch.isprintable() or ch == "\n" else " " for ch in str(text))
+    return "; ".join(" ".join(part.split()) for part in printable.splitlines() if part.strip())
 
 
 class ToolMissing(CompileError):

@@ -18,7 +18,9 @@ def write_atomic(path, data):
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     except OSError as exc:
-        raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="make the folder writable") from exc
+        blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
+        reason = f"'{blocker}' is not a folder" if blocker else exc.strerror
+        raise CompileError(f"cannot write '{path}': {reason}", fix="choose a writable output location") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -32,9 +34,18 @@ def write_atomic(path, data):
         raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="free disk space or make it writable") from exc
 
 
+def _parents(folder):
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
 def remove_quietly(path):
-    """Remove `path` if it exists (used to take away outputs of a failed compile)."""
+    """Remove `path` if it is there (used to take away outputs of a failed compile)."""
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except OSError:
         pass

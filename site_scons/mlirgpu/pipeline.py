@@ -135,8 +135,6 @@ def stage_suffixes(target, fmt):
 
 def plan(modules, source, options):
     """The jobs for `modules`: names, chip and O-level checks, and name collisions, before any work."""
-    if options.format not in FORMATS:
-        raise CompileError(f"unknown format '{options.format}'", fix=f"use one of {', '.join(FORMATS)}")
     if not modules:
         raise CompileError("no gpu.module found", file=source,
                            fix="add a gpu.module (this file has nothing to compile for the GPU)")
@@ -175,7 +173,8 @@ def translate(modules, source):
     except CompileError as exc:
         raise exc.located(source)
     if result.returncode != 0:
-        raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, "translating to LLVM IR")
+        raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, "translating to LLVM IR",
+                                      tool="mlir-translate", code=result.returncode)
     text = result.stdout.decode("utf-8")
     pieces = re.split(r"^(?=; ModuleID = )", text, flags=re.M)
     pieces = [piece for piece in pieces if piece.startswith("; ModuleID = ")]
@@ -337,7 +336,8 @@ def translate_host(source, jobs, outputs, options):
         raise exc.located(source.path)
     if result.returncode != 0:
         raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source.path, "translating host code",
-                                      fix="pass --host-code ignore to embed only the binaries")
+                                      fix="pass --host-code ignore to embed only the binaries", tool="mlir-translate",
+                                      code=result.returncode)
     return result.stdout.decode("utf-8")
 
 
@@ -360,8 +360,6 @@ def _prepare_dump_dir(path, source):
 
 def _check_layout(source, options):
     warnings = []
-    if options.layout not in LAYOUTS:
-        raise CompileError(f"unknown layout '{options.layout}'", fix=f"use one of {', '.join(LAYOUTS)}")
     if options.layout == "vendor":
         if options.format != "fatbin":
             raise CompileError(f"the vendor layout embeds fat binaries, not format '{options.format}'",
@@ -376,8 +374,26 @@ def _check_layout(source, options):
     return warnings
 
 
+def check_options(source, options):
+    """Reject option values no compile can use, before any work (the CLI and build tools pass strings)."""
+    from .options import HOST_CODE
+    from .targets import TARGETS
+
+    checks = [
+        ("format", options.format, FORMATS), ("layout", options.layout, LAYOUTS),
+        ("host code mode", options.host_code, HOST_CODE), ("target", options.target, ("",) + tuple(TARGETS)),
+    ]
+    for what, value, allowed in checks:
+        if value not in allowed:
+            raise CompileError(f"unknown {what} '{value}'", file=source,
+                               fix=f"use one of {', '.join(a for a in allowed if a)}")
+    if options.opt_level is not None and options.opt_level not in (0, 1, 2, 3):
+        raise CompileError(f"invalid optimization level {options.opt_level}", file=source, fix="use 0, 1, 2 or 3")
+
+
 def compile_file(source, options):
     """Compile every gpu.module of `source`; returns the host object bytes and what was written."""
+    check_options(source, options)
     timings = {}
     started = time.perf_counter()
     loaded = sources.load(source, options)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import source as sources
 from .attrs import matching_close, parse_parameters
 from .errors import CompileError
-from .pipeline import HOST_DUMP, dump_names, plan
+from .pipeline import HOST_DUMP, check_options, dump_names, plan
 from .targets import TARGETS, target_for_attribute
 
 
@@ -211,6 +211,10 @@ def planned_outputs(path, options):
 
     Returns [] for input the compile rejects anyway (it then reports the error with file and line).
     """
+    try:
+        check_options(path, options)
+    except CompileError:
+        return []
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()

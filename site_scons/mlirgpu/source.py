@@ -87,18 +87,20 @@ def _run_mlir_opt(args, source, what):
     except CompileError as exc:
         raise exc.located(source)
     if result.returncode != 0:
-        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what)
+        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what, code=result.returncode)
     return result.stdout.decode("utf-8")
 
 
-def mlir_diagnostic(stderr, source, what, fix=None):
-    """The first `file:line:col: error: ...` of an MLIR tool's output as a CompileError on `source`."""
+def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
+    """The first `file:line:col: error: ...` of an MLIR tool's output as a CompileError on `source`; output
+    without a diagnostic (a broken tool) is reported with the tool's name and exit code."""
     for line in stderr.splitlines():
         match = re.match(r"^(.*?):(\d+):(\d+): error: (.*)$", line)
         if match:
             return CompileError(match.group(4), file=source, line=int(match.group(2)), fix=fix, detail=stderr)
-    first = stderr.strip().splitlines()[0] if stderr.strip() else "failed"
-    return CompileError(f"{what}: {first}", file=source, fix=fix, detail=stderr)
+    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "no message")
+    status = f" (exit code {code})" if code is not None else ""
+    return CompileError(f"{what}: {tool} failed{status}: {first}", file=source, fix=fix, detail=stderr)
 
 
 def _read_source(path):
@@ -257,7 +259,7 @@ def _lower_host(text, path):
     except CompileError as exc:
         raise exc.located(path)
     if result.returncode != 0:
-        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), path, "lowering host code",
+        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), path, "lowering host code", code=result.returncode,
                               fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or pass "
                                   "--host-code ignore to embed only the binaries")
     return result.stdout.decode("utf-8")

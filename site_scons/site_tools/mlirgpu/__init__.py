@@ -101,7 +101,9 @@ def _dump_enabled(env):
 
 def _options(env, target, source, with_dumps):
     """Compile options from the construction variables (linked libraries as resolved by the emitter)."""
-    level = env.subst("$GPU_OPT_LEVEL", target=target, source=source)
+    level = env.subst("$GPU_OPT_LEVEL", target=target, source=source).strip()
+    if level and not level.lstrip("-").isdigit():
+        raise SCons.Errors.UserError(f"GPU_OPT_LEVEL must be 0, 1, 2 or 3, not '{level}'")
     libs = [_source_path(node) for node in getattr(target[0].attributes, "mlirgpu_libs", [])]
     return CompileOptions(
         format=env.subst("$GPU_FORMAT"),
@@ -113,7 +115,7 @@ def _options(env, target, source, with_dumps):
         target=env.subst("$GPU_TARGET"),
         chip=",".join(_as_list(env.get("GPU_CHIP", ""))),
         features=env.subst("$GPU_FEATURES"),
-        opt_level=int(level) if level.strip() else None,
+        opt_level=int(level) if level else None,
         layout=env.subst("$GPU_LAYOUT"),
         host_code=env.subst("$GPU_HOST_CODE"),
         header=env.subst("$GPU_HEADER", target=target, source=source),
