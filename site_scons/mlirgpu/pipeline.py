@@ -12,6 +12,8 @@ docs and the tests. Per (gpu.module, target) job:
 
 then every job's binary (or ISA text plus a NUL, for format=isa) is embedded in one host object.
 """
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -431,7 +433,40 @@ def compile_file(source, options):
         shutil.rmtree(scratch, ignore_errors=True)
     header = embed.header(binaries, options.layout, options.section, source_name,
                           "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
+    if options.dump_dir:
+        _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dumps, warnings))
     return CompileResult(obj, jobs, ctx.dumps, timings, binaries, header, warnings)
+
+
+RECORD_DUMP = "mlirgpu.json"
+
+
+def _record(source, options, jobs, binaries, dumps, warnings):
+    """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these)."""
+    folder = options.dump_dir
+    record = {
+        "schema": "scons-mlir-gpu/object-record",
+        "version": 1,
+        "source": source,
+        "options": {"format": options.format, "layout": options.layout, "section": options.section,
+                    "target": options.target, "chip": options.chip, "features": options.features,
+                    "opt_level": options.opt_level, "host_code": options.host_code},
+        "jobs": [
+            {"module": job.module.name, "target": job.target.name, "chip": job.chip, "opt_level": job.opt_level,
+             "features": job.attr.features, "stem": job.stem,
+             "dumps": [f"{job.stem}.{suffix}" for suffix in stage_suffixes(job.target, options.format)]}
+            for job in jobs
+        ],
+        "binaries": [
+            {"symbol": item.symbol, "module": item.module, "target": item.family, "chips": list(item.chips),
+             "format": item.format, "section": embed.section_for(item, options.layout, options.section),
+             "size": len(item.data), "sha256": hashlib.sha256(item.data).hexdigest()}
+            for item in binaries
+        ],
+        "dumps": sorted(os.path.relpath(path, folder) for path in dumps),
+        "warnings": [str(warning) for warning in warnings],
+    }
+    return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
 def compile_to_object(source, output, options):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import source as sources
 from .attrs import matching_close, parse_parameters
 from .errors import CompileError
-from .pipeline import HOST_DUMP, check_options, dump_names, plan
+from .pipeline import HOST_DUMP, RECORD_DUMP, check_options, dump_names, plan
 from .targets import TARGETS, target_for_attribute
 
 
@@ -233,7 +233,7 @@ def planned_outputs(path, options):
     names = []
     for module in modules:
         names += dump_names(module.name, module.targets, options, host)
-    return names + ([HOST_DUMP] if host else [])
+    return names + ([HOST_DUMP] if host else []) + [RECORD_DUMP]
 
 
 def uses_build_target(path):
