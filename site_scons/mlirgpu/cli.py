@@ -1,5 +1,6 @@
 """`mlirgpu compile IN.mlir -o OUT.o`: the compiler core from the command line (any build system)."""
 import argparse
+import os
 import sys
 
 from .errors import CompileError
@@ -32,12 +33,35 @@ def _parser():
     compile_.add_argument("--header", default="", metavar="FILE.h", help="write a C header describing the object")
     compile_.add_argument("--symbol-prefix", default="", help="prefix for every C symbol of the object")
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
+    artifacts = commands.add_parser("artifacts", help="manifest, reports and archive from compiles' dump folders")
+    artifacts.add_argument("dumps", nargs="+", help="dump folders (or their mlirgpu.json records)")
+    artifacts.add_argument("-o", "--output-dir", required=True)
+    artifacts.add_argument("--baseline", default="", help="an earlier gpu-manifest.json to compare with")
+    artifacts.add_argument("--fail-on", default="", help="e.g. spills,registers+10%%: exit 1 on such a regression")
+    artifacts.add_argument("--toolkit", default="", help="CUDA root for ptxas -v")
     compile_.add_argument("-v", "--verbose", action="store_true", help="show tool output and repro commands on errors")
     return parser
 
 
+def _artifacts(args):
+    from . import artifacts
+
+    records = [os.path.join(p, "mlirgpu.json") if os.path.isdir(p) else p for p in args.dumps]
+    try:
+        broken = artifacts.write_artifacts(records, args.output_dir, artifacts.toolchain_versions(args.toolkit),
+                                           args.toolkit, args.baseline, args.fail_on)
+    except CompileError as exc:
+        print(f"mlirgpu: {exc}", file=sys.stderr)
+        return 1
+    for item in broken:
+        print(f"mlirgpu: regression: {item}", file=sys.stderr)
+    return 1 if broken else 0
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
+    if args.command == "artifacts":
+        return _artifacts(args)
     options = CompileOptions(
         format=args.format, section=args.section, toolkit=args.toolkit, link_libs=tuple(args.link_libs),
         opts=args.opts, dump_dir=args.dump_dir, target=args.target, chip=args.chip, features=args.features,

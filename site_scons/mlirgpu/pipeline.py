@@ -450,7 +450,7 @@ def _record(source, options, jobs, binaries, dumps, warnings):
         "source": source,
         "options": {"format": options.format, "layout": options.layout, "section": options.section,
                     "target": options.target, "chip": options.chip, "features": options.features,
-                    "opt_level": options.opt_level, "host_code": options.host_code},
+                    "opt_level": options.opt_level, "host_code": options.host_code, "opts": options.opts},
         "jobs": [
             {"module": job.module.name, "target": job.target.name, "chip": job.chip, "opt_level": job.opt_level,
              "features": job.attr.features, "stem": job.stem,

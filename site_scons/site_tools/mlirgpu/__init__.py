@@ -12,6 +12,10 @@ Construction variables (defaults set with SetDefault, never over a user's value)
   GPU_LAYOUT      plain | vendor (.nv_fatbin / .hip_fatbin, which cuobjdump and HIP tools read)
   GPU_SYMBOL_PREFIX  prefix of every C symbol (objects whose modules share names)
   GPU_HOST_CODE   compile | ignore: keep MLIR's launch glue for host code in the source, or embed binaries only
+  GPU_ARTIFACTSDIR  where `scons DUMP=1 gpu-artifacts` writes gpu-manifest.json, gpu-report.md/.html and
+                  gpu-artifacts.tar.gz (relative to the top directory; default: the top directory)
+  GPU_BASELINE    an earlier gpu-manifest.json: the reports show what changed
+  GPU_FAIL_ON     regression rules, e.g. 'spills,registers+10%': the artifacts target fails on a match
   GPU_HEADER      the object's C header (default `<object dir>/<object name>.h`; '' for none)
   GPU_LINKLIBS    bitcode libraries to link (dependencies of the object)
   GPU_TOOLKIT     CUDA or ROCm root ('' = found from the environment)
@@ -30,6 +34,7 @@ import sys
 import SCons.Action
 import SCons.Builder
 import SCons.Errors
+import SCons.Script
 import SCons.Tool
 import SCons.Util
 import SCons.Variables
@@ -65,6 +70,8 @@ from mlirgpu import toolchain  # noqa: E402
 from mlirgpu.errors import CompileError  # noqa: E402
 from mlirgpu.options import CompileOptions  # noqa: E402
 from mlirgpu.pipeline import compile_to_object  # noqa: E402
+from mlirgpu import artifacts  # noqa: E402
+from mlirgpu.pipeline import RECORD_DUMP  # noqa: E402
 from mlirgpu.scan import planned_outputs, uses_build_target  # noqa: E402
 
 # Every variable that changes the output; GPU_DUMP is deliberately absent (dumps only add targets). The
@@ -147,7 +154,59 @@ def _emitter(target, source, env):
         dump_dir = env.Dir(options.dump_dir)
         extra += [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
         env.Clean(obj, dump_dir)
+        _ARTIFACTS.add(env, [obj] + extra, dump_dir.File(RECORD_DUMP))
+    elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
+        raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     return [obj] + extra + target[1:], source
+
+
+class _ArtifactSet:
+    """`scons DUMP=1 gpu-artifacts`: the manifest, reports and archive over every GpuObject of the build.
+
+    Like SCons's compilation_db tool, the objects register themselves as they are declared; the alias is made
+    by the first one (with that environment's GPU_ARTIFACTSDIR), and only when asked for on the command line,
+    so ordinary builds never make or need it.
+    """
+
+    def __init__(self):
+        self.records = []
+        self.targets = None
+
+    def add(self, env, nodes, record):
+        if "gpu-artifacts" not in SCons.Script.COMMAND_LINE_TARGETS:
+            return
+        if self.targets is None:
+            where = env.subst("$GPU_ARTIFACTSDIR")
+            folder = env.Dir(where if where.startswith("#") or os.path.isabs(where) else "#" + where)
+            action = SCons.Action.Action(self._build, self._describe,
+                                         varlist=["GPU_BASELINE", "GPU_FAIL_ON", "MLIRGPU_VERSIONS"])
+            self.targets = env.Command([folder.File(name) for name in artifacts.OUTPUTS], [], action)
+            baseline = env.subst("$GPU_BASELINE")
+            if baseline:
+                env.Depends(self.targets, env.File(baseline))
+            env.Alias("gpu-artifacts", self.targets)
+        self.records.append(record)
+        env.Depends(self.targets, nodes)
+
+    def _build(self, target, source, env):
+        try:
+            broken = artifacts.write_artifacts(
+                [record.abspath for record in self.records], target[0].dir.abspath,
+                artifacts.toolchain_versions(env.subst("$GPU_TOOLKIT")), env.subst("$GPU_TOOLKIT"),
+                env.File(env.subst("$GPU_BASELINE")).abspath if env.subst("$GPU_BASELINE") else "",
+                env.subst("$GPU_FAIL_ON"))
+        except CompileError as exc:
+            raise SCons.Errors.BuildError(node=target[0], errstr=str(exc), exitstatus=1) from None
+        if broken:
+            raise SCons.Errors.BuildError(node=target[0], exitstatus=1, errstr="GPU regressions against the "
+                                          "baseline: " + "; ".join(broken))
+        return 0
+
+    def _describe(self, target, source, env):
+        return f"mlirgpu artifacts ({len(self.records)} objects) -> {target[0].dir}"
+
+
+_ARTIFACTS = _ArtifactSet()
 
 
 def _compile(target, source, env):
@@ -231,7 +290,8 @@ def options(opts):
     for name, text in (("GPU_CHIP", "chip(s), comma-separated"), ("GPU_FEATURES", "target features"),
                        ("GPU_OPT_LEVEL", "O level 0-3"), ("GPU_SECTION", "ELF section for binaries"),
                        ("GPU_TOOLKIT", "CUDA or ROCm root"), ("GPU_OPTS", "extra ptxas options"),
-                       ("GPU_DUMPDIR", "dump folder")):
+                       ("GPU_DUMPDIR", "dump folder"), ("GPU_BASELINE", "baseline gpu-manifest.json"),
+                       ("GPU_FAIL_ON", "regression rules"), ("GPU_ARTIFACTSDIR", "artifacts folder")):
         opts.Add(name, text, None)
     opts.Add(SCons.Variables.EnumVariable("GPU_FORMAT", "isa | bin | fatbin", None,
                                           allowed_values=("isa", "bin", "fatbin")))
@@ -248,7 +308,7 @@ def generate(env):
     env.SetDefault(
         GPU_TARGET="", GPU_CHIP="", GPU_FEATURES="", GPU_OPT_LEVEL="", GPU_FORMAT="fatbin", GPU_SECTION="",
         GPU_LINKLIBS=[], GPU_TOOLKIT="", GPU_OPTS="", GPU_DUMP=False, GPU_LAYOUT="plain", GPU_SYMBOL_PREFIX="",
-        GPU_HOST_CODE="compile",
+        GPU_HOST_CODE="compile", GPU_ARTIFACTSDIR="#", GPU_BASELINE="", GPU_FAIL_ON="",
         GPU_DUMPDIR="${TARGET.dir}/${TARGET.filebase}.dumps", GPU_HEADER="${TARGET.dir}/${TARGET.filebase}.h",
         MLIRGPUCOMSTR="",
     )
