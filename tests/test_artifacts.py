@@ -1,0 +1,156 @@
+"""CI artifacts: `scons DUMP=1 gpu-artifacts` over the examples; the manifest checked against the files and
+against ptxas -v / the .amdhsa directives run and read here; baseline regressions; the HTML chart; a
+reproducible archive."""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from mlirgpu import toolchain
+from sconsutil import SCONS, TOOLPATH, compiled, scons
+
+
+def _sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    work = tmp_path_factory.mktemp("examples") / "repo"
+    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "build", "tests", "*.dblite"))
+    for target in ("nvvm", "rocdl"):
+        scons(work, f"GPU_TARGET={target}", "DUMP=1", "gpu-artifacts")
+    return work
+
+
+@pytest.mark.parametrize("target", ["nvvm", "rocdl"])
+def test_manifest_matches_files_and_tools(examples, target):
+    folder = examples / "build" / target
+    manifest = json.loads((folder / "gpu-manifest.json").read_text())
+    assert manifest["schema"] == "scons-mlir-gpu/manifest" and manifest["version"] == 1
+    assert {"mlirgpu", "mlir", "llvmlite"} <= set(manifest["toolchain"])
+    sources = {obj["source"] for obj in manifest["objects"]}
+    assert len(sources) == 4
+    kernels = 0
+    for obj in manifest["objects"]:
+        assert obj["binaries"] and all(len(b["sha256"]) == 64 and b["size"] > 0 for b in obj["binaries"])
+        for job in obj["jobs"]:
+            for suffix, item in job["intermediates"].items():
+                path = folder / item["path"]
+                assert path.is_file(), item["path"]
+                assert _sha(path) == item["sha256"], item["path"]
+            isa = folder / job["intermediates"]["isa"]["path"]
+            if job["target"] == "nvvm":
+                expected = _ptxas_registers(isa, job["chip"], job["opt_level"])
+            else:
+                expected = dict(re.findall(r"\.amdhsa_kernel (\S+)\n.*?\.amdhsa_next_free_vgpr (\d+)",
+                                           isa.read_text(), re.S))
+                expected = {name: int(count) for name, count in expected.items()}
+            assert {k["name"]: k["registers"] for k in job["kernels"]} == expected
+            kernels += len(job["kernels"])
+    assert kernels >= 8
+    assert "| registers |" in (folder / "gpu-report.md").read_text()
+
+
+def _ptxas_registers(ptx, chip, level):
+    ptxas = os.path.join(toolchain.cuda_toolkit(), "bin", "ptxas")
+    out = subprocess.run([ptxas, "-v", "-arch", chip, "--opt-level", str(level), str(ptx), "-o", os.devnull],
+                         capture_output=True, text=True, check=True).stderr
+    names = re.findall(r"Compiling entry function '([^']+)'", out)
+    counts = [int(n) for n in re.findall(r"Used (\d+) registers", out)]
+    return dict(zip(names, counts))
+
+
+def test_artifacts_are_a_null_build_and_a_reproducible_archive(examples, tmp_path):
+    assert "`gpu-artifacts' is up to date." in scons(examples, "GPU_TARGET=rocdl", "DUMP=1", "gpu-artifacts").stdout
+    first = (examples / "build" / "rocdl" / "gpu-artifacts.tar.gz").read_bytes()
+    shutil.rmtree(examples / "build" / "rocdl")
+    scons(examples, "GPU_TARGET=rocdl", "DUMP=1", "gpu-artifacts")
+    assert (examples / "build" / "rocdl" / "gpu-artifacts.tar.gz").read_bytes() == first
+    listing = subprocess.run(["tar", "tzvf", str(examples / "build" / "rocdl" / "gpu-artifacts.tar.gz")],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    names = [line.split()[-1] for line in listing]
+    assert names == sorted(names) and "gpu-manifest.json" in names and "gpu-report.html" in names
+    assert all(" 1970-01-01 " in line for line in listing)
+
+
+KERNEL = """\
+module attributes {{gpu.container_module}} {{
+  gpu.module @pressure [#nvvm.target<chip = "sm_80", O = 3>] {{
+    llvm.func @steady(%p: !llvm.ptr<1>) attributes {{gpu.kernel, nvvm.kernel}} {{
+      %v = llvm.load %p : !llvm.ptr<1> -> f32
+      llvm.store %v, %p : f32, !llvm.ptr<1>
+      llvm.return
+    }}
+    llvm.func @hungry(%p: !llvm.ptr<1>) attributes {{gpu.kernel, nvvm.kernel}} {{
+{body}
+      llvm.return
+    }}
+  }}
+}}
+"""
+
+
+def _hungry(width):
+    """`width` values loaded, combined pairwise in a chain that keeps them all live, then stored: more registers."""
+    lines = []
+    for i in range(width):
+        lines.append(f"      %g{i} = llvm.getelementptr %p[{i}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, f32")
+        lines.append(f"      %v{i} = llvm.load volatile %g{i} : !llvm.ptr<1> -> f32")
+    for i in range(width):
+        lines.append(f"      %m{i} = llvm.fmul %v{i}, %v{(i + 1) % width} : f32")
+    for i in range(width):
+        lines.append(f"      llvm.store volatile %m{i}, %g{(i * 7) % width} : f32, !llvm.ptr<1>")
+    return "\n".join(lines)
+
+
+def test_baseline_names_the_kernel_and_the_rule_fails_the_build(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+        "env.GpuObject('k', 'k.mlir')\n")
+    (project / "k.mlir").write_text(KERNEL.format(body=_hungry(2)))
+    scons(project, "DUMP=1", "gpu-artifacts")
+    shutil.copy(project / "gpu-manifest.json", tmp_path / "old.json")
+    (project / "k.mlir").write_text(KERNEL.format(body=_hungry(40)))
+    run = scons(project, "DUMP=1", f"GPU_BASELINE={tmp_path / 'old.json'}", "gpu-artifacts")
+    assert compiled(run) == ["k.mlir"]
+    report = (project / "gpu-report.md").read_text()
+    match = re.search(r"- k\.mlir @pressure nvvm sm_80 hungry: registers up (\d+) -> (\d+)", report)
+    assert match and int(match.group(2)) > int(match.group(1)), report
+    assert "steady" not in report.split("## Kernels")[0]
+    assert "ISA changed: k.mlir @pressure nvvm sm_80" in report
+    failing = subprocess.run([SCONS, "-Q", "DUMP=1", f"GPU_BASELINE={tmp_path / 'old.json'}",
+                              "GPU_FAIL_ON=spills,registers+10%", "gpu-artifacts"], cwd=project, capture_output=True,
+                             text=True)
+    assert failing.returncode != 0
+    assert re.search(r"GPU regressions against the baseline: k\.mlir @pressure nvvm sm_80 hungry: registers "
+                     r"\d+ -> \d+ \(rule registers\+10%\)", failing.stderr), failing.stderr
+    passing = scons(project, "DUMP=1", f"GPU_BASELINE={tmp_path / 'old.json'}", "GPU_FAIL_ON=spills",
+                    "gpu-artifacts")
+    assert passing.returncode == 0
+
+
+def test_html_report_shows_the_chart_in_chromium(examples, tmp_path):
+    from PIL import Image
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by tools/bootstrap"
+    page = examples / "build" / "nvvm" / "gpu-report.html"
+    assert "<script" not in page.read_text() and "http" not in page.read_text().replace("http://www.w3.org", "")
+    shot = tmp_path / "report.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1000,900", f"--screenshot={shot}",
+                    page.as_uri()], capture_output=True, timeout=120, check=True)
+    image = Image.open(shot).convert("RGB")
+    pixels = list(image.getdata())
+    blue = sum(1 for p in pixels if abs(p[0] - 0x1F) < 12 and abs(p[1] - 0x5F) < 12 and abs(p[2] - 0xBF) < 12)
+    assert blue > 2000, f"only {blue} chart-blue pixels: the register bars are not drawn"
+    shutil.copy(shot, examples / "build" / "nvvm" / "gpu-report.png")
