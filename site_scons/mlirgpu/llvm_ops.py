@@ -9,18 +9,17 @@ Emulating upstream (see shared reference notes): `Linker::linkInModule(lib, Link
 reproduced with llvmlite's plain `link_in` by giving library definitions the destination does not declare
 `linkonce_odr` linkage (so only referenced ones are pulled in, in order), then internalizing what was imported.
 """
-import hashlib
 import os
-import tempfile
 
 import llvmlite
 import llvmlite.binding as llvm
+
+from . import libraries as device_libraries
 
 _LOCAL = {"internal", "private"}
 _KEEP_LINKAGE = _LOCAL | {"appending", "linkonce_odr", "linkonce_any"}
 
 _jobs = {}
-_library_cache = {}
 
 
 def init_worker(stderr_path, expected_major):
@@ -96,69 +95,6 @@ def add_control_constants(job_id, constants, flags):
         job.module.get_global_variable(name).linkage = "linkonce_odr"
 
 
-def _load_library(path, context, strip_named, triple, data_layout):
-    """Parse a bitcode library into `context`. Libraries that need cleaning are cleaned once: the result is kept
-    in this process and on disk (keyed by content, so a changed library is cleaned again)."""
-    stat = os.stat(path)
-    key = (path, stat.st_mtime_ns, stat.st_size, tuple(strip_named), triple, data_layout)
-    data = _library_cache.get(key)
-    if data is None:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        if strip_named or triple:
-            data = _cleaned_library(data, strip_named, triple, data_layout)
-        _library_cache[key] = data
-    return llvm.parse_bitcode(data, context=context)
-
-
-def _cleaned_library(data, strip_named, triple, data_layout):
-    recipe = repr((llvmlite.__version__, hashlib.sha256(data).hexdigest(), strip_named, triple, data_layout))
-    cached = os.path.join(_cache_dir(), hashlib.sha256(recipe.encode()).hexdigest() + ".bc")
-    try:
-        with open(cached, "rb") as handle:
-            return handle.read()
-    except OSError:
-        pass
-    cleaned = _clean_library(data, strip_named, triple, data_layout)
-    try:
-        os.makedirs(os.path.dirname(cached), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(cached), prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(cleaned)
-        os.replace(tmp, cached)
-    except OSError:
-        pass  # the cache is an optimisation only
-    return cleaned
-
-
-def _cache_dir():
-    """`$MLIRGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/scons-mlir-gpu`, else `~/.cache/scons-mlir-gpu`."""
-    if os.environ.get("MLIRGPU_CACHE_DIR"):
-        return os.environ["MLIRGPU_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "scons-mlir-gpu", "libraries")
-
-
-def _clean_library(data, strip_named, triple, data_layout):
-    """Erase named metadata and retarget a library, keeping use-list order through the text form."""
-    scratch = llvm.create_context()
-    llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=true")
-    try:
-        text = str(llvm.parse_bitcode(data, context=scratch))
-    finally:
-        llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=false")
-    kept = []
-    for line in text.splitlines():
-        if any(line.startswith(f"!{name} = ") for name in strip_named):
-            continue
-        if triple and line.startswith("target triple = "):
-            line = f'target triple = "{triple}"'
-        elif data_layout and line.startswith("target datalayout = "):
-            line = f'target datalayout = "{data_layout}"'
-        kept.append(line)
-    return llvm.parse_assembly("\n".join(kept) + "\n", context=scratch).as_bitcode()
-
-
 def _definitions(module):
     for value in list(module.functions) + list(module.global_variables):
         if not value.is_declaration:
@@ -170,17 +106,12 @@ def link(job_id, libraries):
     job = _jobs[job_id]
     module = job.module
     for path, strip_named, retarget in libraries:
+        declared = {v.name for v in list(module.functions) + list(module.global_variables) if v.is_declaration}
         try:
-            library = _load_library(
-                path,
-                job.context,
-                strip_named,
-                module.triple if retarget else None,
-                module.data_layout if retarget else None,
-            )
+            library = device_libraries.load(path, job.context, strip_named, module.triple if retarget else None,
+                                     module.data_layout if retarget else None, declared)
         except (RuntimeError, OSError) as exc:
             raise RuntimeError(f"cannot read bitcode library '{path}': {str(exc).strip()}") from exc
-        declared = {v.name for v in list(module.functions) + list(module.global_variables) if v.is_declaration}
         defined_before = {v.name for v in _definitions(module)}
         imported = set()
         for value in _definitions(library):

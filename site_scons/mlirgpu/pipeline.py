@@ -469,10 +469,28 @@ def _record(source, options, jobs, binaries, dumps, warnings):
     return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
+def _profile(source, result, tools, seconds):
+    """Append this compile's stage and tool times to `$MLIRGPU_PROFILE` (JSON lines), for the benchmarks."""
+    path = os.environ.get("MLIRGPU_PROFILE")
+    if not path:
+        return
+    line = json.dumps({"source": source, "seconds": seconds, "stages": result.timings, "tools": tools,
+                       "jobs": len(result.jobs)}, sort_keys=True)
+    with open(path, "a", encoding="utf-8") as handle:  # one short append per compile: atomic on POSIX
+        handle.write(line + "\n")
+
+
 def compile_to_object(source, output, options):
     """Compile `source` and write the host object (and the C header, when asked) atomically."""
-    result = compile_file(source, options)
+    started = time.perf_counter()
+    token = process.tool_stats.set({})
+    try:
+        result = compile_file(source, options)
+        tools = process.tool_stats.get()
+    finally:
+        process.tool_stats.reset(token)
     write_atomic(output, result.object_bytes)
     if options.header:
         write_atomic(options.header, result.header)
+    _profile(source, result, tools, time.perf_counter() - started)
     return result

@@ -3,11 +3,16 @@
 The limit is `$MLIRGPU_TOOL_TIMEOUT` seconds (default 600) per tool run. A tool killed by a signal or past the
 limit is reported by name; a non-zero exit is returned to the caller, which knows how to read that tool's output.
 """
+import contextvars
 import os
 import signal
 import subprocess
+import time
 
 from .errors import CompileError
+
+# Per-compile tool statistics {tool: [runs, seconds]} while a compile collects them (see pipeline.compile_file).
+tool_stats = contextvars.ContextVar("mlirgpu_tool_stats", default=None)
 
 
 def timeout():
@@ -20,6 +25,7 @@ def timeout():
 def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
+    started = time.perf_counter()
     try:
         result = subprocess.run(
             argv, input=input, capture_output=True, timeout=timeout(),
@@ -30,6 +36,11 @@ def run(argv, what, *, input=None):
                            fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc
     except OSError as exc:
         raise CompileError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from exc
+    stats = tool_stats.get()
+    if stats is not None:
+        entry = stats.setdefault(name, [0, 0.0])
+        entry[0] += 1
+        entry[1] += time.perf_counter() - started
     if result.returncode < 0:
         try:
             signame = signal.Signals(-result.returncode).name

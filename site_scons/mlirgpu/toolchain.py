@@ -50,7 +50,7 @@ def llvm_tool(name):
             return found
     raise ToolMissing(
         f"{name} (LLVM {LLVM_MAJOR}) not found",
-        fix=f"install the Debian package {PACKAGES[name]} (tools/bootstrap does) or set "
+        fix=f"install the Debian package {PACKAGES.get(name, f'llvm-{LLVM_MAJOR}')} (tools/bootstrap does) or set "
         f"{'MLIR_BIN' if name.startswith('mlir') else 'LLVM_BIN'} to its folder",
     )
 

@@ -1,0 +1,246 @@
+"""Benchmarks: scons-mlir-gpu against the upstream tool chain, measured side by side in the same run.
+
+    ./dev bench [--quick] [--out DIR] [--reps N]
+
+Upstream chain, per source (driven by `make -jN`): `mlir-opt --gpu-module-to-binary`, `mlir-translate
+--mlir-to-llvmir`, `llc -filetype=obj` (it keeps no intermediates). Ours: `scons -jN DUMP=1` with GpuObject.
+Repetitions are interleaved (ours, upstream, ours, ...); medians and min-max are reported, and the ratio
+ours/upstream. Sections: full builds (-j2, -j1), single-source latency, null builds against SCons's floor (the
+same number of targets from a trivial Command), an incremental rebuild, DUMP=1 against DUMP=0 with peak memory,
+and a profile of where the time goes (MLIRGPU_PROFILE). Writes DIR/results.json and prints a table.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "site_scons"))
+sys.path.insert(0, HERE)
+
+from corpus import write_corpus  # noqa: E402
+from mlirgpu import toolchain  # noqa: E402
+
+SCONS = [sys.executable, os.path.join(os.path.dirname(sys.executable), "scons")]
+
+
+def timed(argv, cwd, env=None):
+    """Seconds a command takes, and the peak RSS (KiB) of its largest process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    run = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - started
+    if run.returncode != 0:
+        raise SystemExit(f"benchmark command failed: {' '.join(argv)} in {cwd}\n{run.stderr[-3000:]}")
+    return seconds, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def summary(samples):
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
+
+
+def clean(project):
+    for name in os.listdir(project):
+        path = os.path.join(project, name)
+        if name in ("out", ".sconsign.dblite") or name.startswith(".sconsign"):
+            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+
+
+def interleave(variants, reps, prepare):
+    """variants: {name: (argv, cwd, env)}; each repetition runs every variant once, in turn."""
+    samples = {name: [] for name in variants}
+    memory = {name: 0 for name in variants}
+    for _ in range(reps):
+        for name, (argv, cwd, env) in variants.items():
+            prepare(name, cwd)
+            seconds, rss = timed(argv, cwd, env)
+            samples[name].append(seconds)
+            memory[name] = max(memory[name], rss)
+    return {name: summary(values) | {"peak_rss_kib": memory[name]} for name, values in samples.items()}
+
+
+def full_builds(corpus_dir, reps, jobs_list):
+    variants = {}
+    for jobs in jobs_list:
+        variants[f"ours -j{jobs} DUMP=1"] = (SCONS + ["-Q", f"-j{jobs}", "DUMP=1"], corpus_dir, None)
+        variants[f"upstream make -j{jobs}"] = (["make", "-s", f"-j{jobs}", "-f", "upstream.mk"], corpus_dir, None)
+    variants["ours -j2 DUMP=0"] = (SCONS + ["-Q", "-j2", "DUMP=0"], corpus_dir, None)
+    return interleave(variants, reps, lambda name, cwd: clean(cwd))
+
+
+def latency(corpus_dir, reps, files):
+    out = {}
+    for label, source, fmt, toolkit in files:
+        ours = [os.path.join(os.path.dirname(sys.executable), "mlirgpu"), "compile", source, "-o", "lat.o",
+                "--format", fmt, "--dump-intermediates", "lat.dumps", "--toolkit", toolkit]
+        upstream = ["sh", "-c", f"{toolchain.llvm_tool('mlir-opt')} {source} "
+                    f"'--gpu-module-to-binary=format={fmt} toolkit={toolkit}' -o lat.bin.mlir && "
+                    f"{toolchain.llvm_tool('mlir-translate')} --mlir-to-llvmir lat.bin.mlir -o lat.ll && "
+                    f"{llc()} -filetype=obj lat.ll -o lat-up.o"]
+        result = interleave({"ours": (ours, corpus_dir, None), "upstream": (upstream, corpus_dir, None)}, reps,
+                            lambda name, cwd: None)
+        out[label] = result
+    return out
+
+
+def llc():
+    return toolchain.llvm_tool("llc")
+
+
+def null_builds(base, sizes, reps):
+    out = {}
+    for size in sizes:
+        project = os.path.join(base, f"null{size}")
+        write_corpus(project, size, null_build=True)
+        timed(SCONS + ["-Q", "-j2", "DUMP=1"], project)
+        count = sum(len(t) for t in json.load(open(os.path.join(project, "targets.json"))).values())
+        floor = os.path.join(base, f"floor{size}")
+        write_floor(floor, project)
+        timed(SCONS + ["-Q", "-j2"], floor)
+        result = interleave({"ours": (SCONS + ["-Q", "DUMP=1"], project, None), "floor": (SCONS + ["-Q"], floor, None)},
+                            reps, lambda name, cwd: None)
+        result["targets"] = count
+        out[str(size)] = result
+    return out
+
+
+def write_floor(floor, project):
+    """A project with the same targets (same names and sizes) made by a trivial Command per source."""
+    os.makedirs(floor, exist_ok=True)
+    groups = json.load(open(os.path.join(project, "targets.json")))
+    lines = ["import shutil",
+             "def copy(target, source, env):",
+             "    for t in target:",
+             "        shutil.copyfile(str(source[0]), str(t))",
+             "    return 0",
+             "env = Environment(tools=[])"]
+    for source, targets in groups.items():
+        shutil.copy(os.path.join(project, source), os.path.join(floor, source))
+        lines.append(f"env.Command({targets!r}, {source!r}, copy)")
+    with open(os.path.join(floor, "SConstruct"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def incremental(base, size, reps):
+    project = os.path.join(base, f"incr{size}")
+    write_corpus(project, size, null_build=True)
+    timed(SCONS + ["-Q", "-j2", "DUMP=1"], project)
+    timed(["make", "-s", "-j2", "-f", "upstream.mk"], project)
+    victim = os.path.join(project, sorted(f for f in os.listdir(project) if f.endswith(".mlir"))[size // 2])
+
+    def touch(name, cwd):
+        text = open(victim).read()
+        with open(victim, "w") as handle:
+            handle.write(text + "// touched\n" if not text.endswith("// touched\n") else text[: -len("// touched\n")])
+
+    return interleave({"ours": (SCONS + ["-Q", "-j2", "DUMP=1"], project, None),
+                       "upstream": (["make", "-s", "-j2", "-f", "upstream.mk"], project, None)}, reps, touch)
+
+
+def profile(corpus_dir):
+    path = os.path.join(corpus_dir, "profile.jsonl")
+    if os.path.exists(path):
+        os.unlink(path)
+    clean(corpus_dir)
+    env = dict(os.environ, MLIRGPU_PROFILE=path)
+    seconds, _ = timed(SCONS + ["-Q", "-j1", "DUMP=1"], corpus_dir, env)
+    stages, tools, compile_seconds = {}, {}, 0.0
+    for line in open(path):
+        entry = json.loads(line)
+        compile_seconds += entry["seconds"]
+        for stage, value in entry["stages"].items():
+            stages[stage] = stages.get(stage, 0.0) + value
+        for tool, (runs, value) in entry["tools"].items():
+            tools.setdefault(tool, [0, 0.0])
+            tools[tool][0] += runs
+            tools[tool][1] += value
+    return {"build_seconds": seconds, "compile_seconds": compile_seconds, "stages": stages,
+            "tools": {k: {"runs": v[0], "seconds": v[1]} for k, v in tools.items()}}
+
+
+def ratio(a, b):
+    return a["median"] / b["median"] if b["median"] else float("nan")
+
+
+def report(results):
+    lines = []
+    full = results["full"]
+    lines.append("Full build, corpus of %d sources (median s, min-max)" % results["corpus_sources"])
+    for name, value in full.items():
+        lines.append(f"  {name:24s} {value['median']:7.2f}  ({value['min']:.2f}-{value['max']:.2f})  "
+                     f"peak {value['peak_rss_kib'] / 1024:.0f} MiB")
+    lines.append(f"  ratio ours/upstream -j2: {ratio(full['ours -j2 DUMP=1'], full['upstream make -j2']):.2f}")
+    if "ours -j1 DUMP=1" in full:
+        lines.append(f"  ratio ours/upstream -j1: {ratio(full['ours -j1 DUMP=1'], full['upstream make -j1']):.2f}")
+        lines.append(f"  speed-up -j1 -> -j2 (ours): {ratio(full['ours -j1 DUMP=1'], full['ours -j2 DUMP=1']):.2f}x")
+    lines.append(f"  DUMP=1 cost over DUMP=0: "
+                 f"{(ratio(full['ours -j2 DUMP=1'], full['ours -j2 DUMP=0']) - 1) * 100:+.1f}%")
+    lines.append("Single-source latency (median s): ours / upstream = ratio")
+    for label, value in results["latency"].items():
+        lines.append(f"  {label:8s} {value['ours']['median']:.3f} / {value['upstream']['median']:.3f} = "
+                     f"{ratio(value['ours'], value['upstream']):.2f}")
+    lines.append("Null build with dumps (median s): ours / SCons floor (same target count) = ratio")
+    for size, value in results["null"].items():
+        lines.append(f"  {size:>5s} sources, {value['targets']} targets: {value['ours']['median']:.2f} / "
+                     f"{value['floor']['median']:.2f} = {ratio(value['ours'], value['floor']):.2f}")
+    inc = results["incremental"]
+    lines.append(f"Incremental, one of {results['incremental_sources']} sources touched (median s): ours "
+                 f"{inc['ours']['median']:.2f} / upstream {inc['upstream']['median']:.2f} = "
+                 f"{ratio(inc['ours'], inc['upstream']):.2f}")
+    prof = results["profile"]
+    lines.append(f"Where the time goes (-j1 build {prof['build_seconds']:.2f} s, in compiles "
+                 f"{prof['compile_seconds']:.2f} s):")
+    for stage, value in sorted(prof["stages"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"  stage {stage:12s} {value:7.2f} s")
+    for tool, value in sorted(prof["tools"].items(), key=lambda kv: -kv[1]["seconds"]):
+        lines.append(f"  tool  {tool:12s} {value['seconds']:7.2f} s in {value['runs']} runs")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, one repetition (CI smoke run)")
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
+    args = parser.parse_args(argv)
+    reps = args.reps or (1 if args.quick else 3)
+    sources = 6 if args.quick else 40
+    null_sizes = (10,) if args.quick else (50, 200, 1000)
+    incr = 10 if args.quick else 200
+    os.makedirs(args.out, exist_ok=True)
+    base = tempfile.mkdtemp(prefix="mlirgpu-bench-")
+    try:
+        corpus_dir = os.path.join(base, "corpus")
+        count = write_corpus(corpus_dir, sources)
+        timed(SCONS + ["-Q", "-j2", "DUMP=1"], corpus_dir)  # warm caches (device libraries, page cache)
+        results = {"corpus_sources": count, "incremental_sources": incr, "quick": args.quick}
+        results["full"] = full_builds(corpus_dir, reps, (2,) if args.quick else (2, 1))
+        results["latency"] = latency(corpus_dir, reps, corpus_latency_files(corpus_dir))
+        results["null"] = null_builds(base, null_sizes, reps)
+        results["incremental"] = incremental(base, incr, reps)
+        results["profile"] = profile(corpus_dir)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    with open(os.path.join(args.out, "results.json"), "w") as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+    text = report(results)
+    with open(os.path.join(args.out, "results.txt"), "w") as handle:
+        handle.write(text + "\n")
+    print(text)
+    return 0
+
+
+def corpus_latency_files(corpus_dir):
+    files = json.load(open(os.path.join(corpus_dir, "latency.json")))
+    return [(label, source, fmt, toolkit) for label, (source, fmt, toolkit) in sorted(files.items())]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

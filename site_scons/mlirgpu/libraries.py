@@ -1,0 +1,159 @@
+"""Bitcode device libraries in the LLVM worker: cleaned, indexed, and reduced to what a module needs.
+
+Upstream links each library with `LinkOnlyNeeded`, so only the definitions a module reaches are imported. Parsing
+all of libdevice (or ocml) for every module costs more than the rest of a small module's compile, so a library is
+parsed and printed once, indexed (which definition refers to which symbol), and for each module only the closure
+of what it declares is kept: the reduced library links to exactly the same result (named metadata and module
+flags are kept whole). Reduced libraries are cached in the worker and on disk, keyed by the library's content and
+the closure, so builds after the first parse only a few kilobytes per module.
+"""
+import hashlib
+import os
+import re
+import tempfile
+
+import llvmlite
+import llvmlite.binding as llvm
+
+_DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[\w.$\-]+)\(')
+_GLOBAL = re.compile(r'^@("(?:[^"\\]|\\.)*"|[\w.$\-]+) = (.*)$')
+_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[\w.$\-]+)')
+
+_libraries = {}
+
+
+def cache_dir():
+    """`$MLIRGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/scons-mlir-gpu`, else `~/.cache/scons-mlir-gpu`."""
+    if os.environ.get("MLIRGPU_CACHE_DIR"):
+        return os.environ["MLIRGPU_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "scons-mlir-gpu", "libraries")
+
+
+def _read_cache(name):
+    try:
+        with open(os.path.join(cache_dir(), name), "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _write_cache(name, data):
+    try:
+        os.makedirs(cache_dir(), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir(), prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, os.path.join(cache_dir(), name))
+    except OSError:
+        pass  # the cache only saves time
+
+
+class Library:
+    """One library file as one recipe (named metadata to erase, triple and data layout to set) prepares it."""
+
+    def __init__(self, path, strip_named, triple, data_layout):
+        with open(path, "rb") as handle:
+            self.data = handle.read()
+        self.strip_named = tuple(strip_named)
+        self.triple = triple
+        self.data_layout = data_layout
+        self.recipe = hashlib.sha256(repr((llvmlite.__version__, hashlib.sha256(self.data).hexdigest(),
+                                           self.strip_named, triple, data_layout)).encode()).hexdigest()
+        self._lines = None
+        self._defs = None
+        self._reduced = {}
+
+    def _index(self):
+        """The library as text (use-list order kept) with its definitions: name -> (first, last line, refs)."""
+        if self._lines is not None:
+            return
+        scratch = llvm.create_context()
+        llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=true")
+        try:
+            text = str(llvm.parse_bitcode(self.data, context=scratch))
+        finally:
+            llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=false")
+        lines = []
+        for line in text.splitlines():
+            if any(line.startswith(f"!{name} = ") for name in self.strip_named):
+                continue
+            if self.triple and line.startswith("target triple = "):
+                line = f'target triple = "{self.triple}"'
+            elif self.data_layout and line.startswith("target datalayout = "):
+                line = f'target datalayout = "{self.data_layout}"'
+            lines.append(line)
+        defs = {}
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            function = _DEFINE.match(line)
+            if function:
+                end = i
+                while lines[end] != "}":
+                    end += 1
+                body = "\n".join(lines[i : end + 1])
+                defs[function.group(1)] = (i, end, set(_REF.findall(body)), False)
+                i = end + 1
+                continue
+            variable = _GLOBAL.match(line)
+            if variable and not variable.group(2).startswith("external "):
+                appending = variable.group(2).startswith("appending ")
+                defs[variable.group(1)] = (i, i, set(_REF.findall(variable.group(2))), appending)
+            i += 1
+        self._lines, self._defs = lines, defs
+
+    def definitions(self):
+        self._index()
+        return self._defs
+
+    def closure(self, declared):
+        """Names of the definitions reachable from `declared` (plus appending globals, which always link)."""
+        defs = self.definitions()
+        todo = [name for name in declared if name in defs] + [n for n, d in defs.items() if d[3]]
+        seen = set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo += [ref for ref in defs[name][2] if ref in defs and ref not in seen]
+        return frozenset(seen)
+
+    def reduced(self, declared):
+        """Bitcode of the library with only the definitions reachable from `declared`."""
+        key = self._closure_key(declared)
+        if key in self._reduced:
+            return self._reduced[key]
+        name = hashlib.sha256(f"{self.recipe}:{','.join(sorted(key[1]))}".encode()).hexdigest() + ".bc"
+        data = _read_cache(name)
+        if data is None:
+            data = self._build_reduced(key[1])
+            _write_cache(name, data)
+        self._reduced[key] = data
+        return data
+
+    def _closure_key(self, declared):
+        return (self.recipe, self.closure(declared))
+
+    def _build_reduced(self, keep):
+        self._index()
+        drop = set()
+        for name, (first, last, _refs, _appending) in self._defs.items():
+            if name not in keep:
+                drop.update(range(first, last + 1))
+        # Module-level use-list directives may name dropped users; the linker rebuilds those lists in the
+        # destination anyway (directives inside kept functions stay).
+        text = "\n".join(line for i, line in enumerate(self._lines)
+                         if i not in drop and not line.startswith("uselistorder"))
+        return llvm.parse_assembly(text + "\n", context=llvm.create_context()).as_bitcode()
+
+
+def load(path, context, strip_named, triple, data_layout, declared):
+    """The library at `path`, reduced to what `declared` (names the destination declares) reaches."""
+    stat = os.stat(path)
+    key = (path, stat.st_mtime_ns, stat.st_size, tuple(strip_named), triple, data_layout)
+    library = _libraries.get(key)
+    if library is None:
+        library = _libraries[key] = Library(path, strip_named, triple, data_layout)
+    return llvm.parse_bitcode(library.reduced(declared), context=context)
