@@ -8,6 +8,7 @@ flags are kept whole). Reduced libraries are cached in the worker and on disk, k
 the closure, so builds after the first parse only a few kilobytes per module.
 """
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -62,6 +63,7 @@ class Library:
                                            self.strip_named, triple, data_layout)).encode()).hexdigest()
         self._lines = None
         self._defs = None
+        self._graph = None
         self._reduced = {}
 
     def _index(self):
@@ -103,21 +105,31 @@ class Library:
             i += 1
         self._lines, self._defs = lines, defs
 
-    def definitions(self):
-        self._index()
-        return self._defs
+    def graph(self):
+        """{definition: (referenced names, always linked)}, kept on disk so a new worker need not print the
+        library to know what a module's declarations reach."""
+        if self._graph is None:
+            name = f"{self.recipe}.graph.json"
+            cached = _read_cache(name)
+            if cached is not None:
+                self._graph = {k: (set(v[0]), v[1]) for k, v in json.loads(cached).items()}
+            else:
+                self._index()
+                self._graph = {k: (refs, appending) for k, (_f, _l, refs, appending) in self._defs.items()}
+                _write_cache(name, json.dumps({k: [sorted(v[0]), v[1]] for k, v in self._graph.items()}).encode())
+        return self._graph
 
     def closure(self, declared):
         """Names of the definitions reachable from `declared` (plus appending globals, which always link)."""
-        defs = self.definitions()
-        todo = [name for name in declared if name in defs] + [n for n, d in defs.items() if d[3]]
+        graph = self.graph()
+        todo = [name for name in declared if name in graph] + [n for n, d in graph.items() if d[1]]
         seen = set()
         while todo:
             name = todo.pop()
             if name in seen:
                 continue
             seen.add(name)
-            todo += [ref for ref in defs[name][2] if ref in defs and ref not in seen]
+            todo += [ref for ref in graph[name][0] if ref in graph and ref not in seen]
         return frozenset(seen)
 
     def reduced(self, declared):

@@ -166,8 +166,12 @@ def plan(modules, source, options):
 
 
 def translate(modules, source):
-    """LLVM IR text for each module, from one mlir-translate process (pieces split by `// -----`)."""
-    joined = "\n// -----\n".join(module.text for module in modules)
+    """LLVM IR text for each module, from one mlir-translate process (pieces split by `// -----`).
+
+    A piece after the first starts on the marker's line (MLIR counts a chunk's lines from there), so a
+    line-exact piece, whose first line is blank by construction, keeps its lines where they are in the file."""
+    texts = [m.text if i == 0 or m.line_exact else "\n" + m.text for i, m in enumerate(modules)]
+    joined = "\n// -----".join(texts)
     argv = [toolchain.llvm_tool("mlir-translate"), "--no-implicit-module", "--split-input-file", "--mlir-to-llvmir",
             "--preserve-ll-uselistorder", "-"]
     try:
@@ -323,7 +327,8 @@ def _gpu_binary(module, jobs, outputs, options):
 
 
 def _mlir_bytes(data):
-    return "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
+    """Bytes as the inside of an MLIR string literal: every byte as a `\\XX` escape."""
+    return "\\" + data.hex("\\") if data else ""
 
 
 def translate_host(source, jobs, outputs, options):
@@ -398,14 +403,24 @@ def compile_file(source, options):
     check_options(source, options)
     timings = {}
     started = time.perf_counter()
-    loaded = sources.load(source, options)
+    from .scan import direct_source
+
+    loaded = direct_source(source, options) or sources.load(source, options)
     warnings = _check_layout(loaded, options)
     jobs = plan(loaded.modules, source, options)
     timings["split"] = time.perf_counter() - started
     if options.dump_dir:
         _prepare_dump_dir(options.dump_dir, source)
     started = time.perf_counter()
-    llvm_irs = translate(loaded.modules, source)
+    try:
+        llvm_irs = translate(loaded.modules, source)
+    except CompileError:
+        if not loaded.modules[0].line_exact:
+            raise
+        # Cut straight from the file: let mlir-opt parse it all and report the error at its exact place.
+        loaded = sources.load(source, options)
+        jobs = plan(loaded.modules, source, options)
+        llvm_irs = translate(loaded.modules, source)
     timings["translate"] = time.perf_counter() - started
     warnings += loaded.warnings
     for module in loaded.modules:

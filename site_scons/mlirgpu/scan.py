@@ -7,6 +7,8 @@ create from `gpu.launch` are predicted the way MLIR names them: `@<func>_kernel`
 placed right after their function. What this cannot read (the generic op form) falls back to asking mlir-opt,
 and the compile itself checks that what it wrote is what was declared.
 """
+import bisect
+import os
 import re
 from dataclasses import dataclass
 
@@ -22,58 +24,53 @@ class _Unreadable(Exception):
 
 
 @dataclass(frozen=True)
-class ScannedTarget:
-    target: object
-    chip: str
-
-
-@dataclass(frozen=True)
 class ScannedModule:
     name: str
     targets: tuple
+    start: int = -1  # offset of `gpu.module` in the file (-1 for modules kernel outlining will create)
+    end: int = -1  # offset just after its closing brace
+    handler: str = ""
 
 
 _WORD = re.compile(r"[A-Za-z_][\w$.\-]*")
 
 
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}]|"')
+
+
 def _structure(text):
-    """A copy of `text` without comments, the same with string contents blanked, and the `{` depth per char."""
-    out = []
-    masked = []
-    depths = []
-    depth = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                if text[j] == "\n":
-                    raise _Unreadable("newline in string")
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            masked.append('"' + " " * (j - i - 1) + '"')
-            depths.extend([depth] * (j + 1 - i))
-            i = j + 1
-            continue
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            masked.append(" " * (j - i))
-            depths.extend([depth] * (j - i))
-            i = j
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-        out.append(char)
-        masked.append(char)
-        depths.append(depth)
-        i += 1
-    return "".join(out), "".join(masked), depths
+    """A copy of `text` without comments, the same with string contents blanked, and a function giving the
+    `{` nesting depth at a position. One regular-expression pass: this runs for every source on every build."""
+    clean, masked, breaks, depths = [], [], [0], [0]
+    depth = pos = 0
+    for match in _TOKENS.finditer(text):
+        start, end = match.span()
+        token = match.group()
+        between = text[pos:start]
+        clean.append(between)
+        masked.append(between)
+        if token == '"':
+            raise _Unreadable("unterminated string")
+        if token[0] == '"':
+            clean.append(token)
+            masked.append('"' + " " * (len(token) - 2) + '"')
+        elif token[0] == "/":
+            clean.append(" " * len(token))
+            masked.append(" " * len(token))
+        else:
+            depth += 1 if token == "{" else -1
+            breaks.append(end)
+            depths.append(depth)
+            clean.append(token)
+            masked.append(token)
+        pos = end
+    clean.append(text[pos:])
+    masked.append(text[pos:])
+
+    def depth_at(position):
+        return depths[bisect.bisect_right(breaks, position) - 1]
+
+    return "".join(clean), "".join(masked), depth_at
 
 
 def _aliases(clean):
@@ -86,7 +83,7 @@ def _aliases(clean):
 
 
 def _target_list(clean, start, aliases):
-    """Parse `[#nvvm.target<...>, #alias, ...]` at `start` (or nothing) into ScannedTargets."""
+    """Parse `[#nvvm.target<...>, #alias, ...]` at `start` (or nothing) into TargetAttrs."""
     if start >= len(clean) or clean[start] != "[":
         return ()
     body = clean[start + 1 : matching_close(clean, start, "[", "]")]
@@ -114,10 +111,10 @@ def _target_list(clean, start, aliases):
         if target is None:
             raise _Unreadable(f"target #{name}")
         try:
-            chip = parse_parameters(params).get("chip", target.default_chip) if params.strip() else target.default_chip
+            values = parse_parameters(params) if params.strip() else {}
         except (ValueError, IndexError) as exc:
             raise _Unreadable(str(exc)) from exc
-        targets.append(ScannedTarget(target, chip))
+        targets.append(sources.TargetAttr(target, f"#{name}<{params}>" if params.strip() else f"#{name}", values))
         pos = end
 
 
@@ -143,21 +140,32 @@ def fast_scan(text):
     """[ScannedModule] in the order the compiler will produce them, plus whether lowering will run."""
     if '"gpu.module"' in text or '"builtin.module"' in text:
         raise _Unreadable("generic form")
-    clean, masked, depths = _structure(text)
+    clean, masked, depth_at = _structure(text)
     top = re.match(r"\s*(#[^\n]*\n\s*)*module\b", masked)
     child_depth = 1 if top else 0
     modules, symbols, order = [], set(), []
     for match in re.finditer(r"(?<![\w.])(gpu\.module|func\.func|gpu\.launch(?![_\w]))", masked):
-        op, depth = match.group(1), depths[match.start()]
+        op, depth = match.group(1), depth_at(match.start())
         if op == "gpu.module" and depth == child_depth:
             pos = _skip_space(clean, match.end())
             if clean[pos] != "@":
                 raise _Unreadable("gpu.module without symbol")
             name, pos = _symbol_at(clean, pos + 1)
             pos = _skip_space(clean, pos)
+            handler = ""
             if pos < len(clean) and clean[pos] == "<":
-                pos = _skip_space(clean, matching_close(clean, pos, "<", ">") + 1)
-            order.append(("module", name, _target_list(clean, pos, _aliases(clean))))
+                close = matching_close(clean, pos, "<", ">")
+                handler, pos = clean[pos : close + 1], _skip_space(clean, close + 1)
+            targets = _target_list(clean, pos, _aliases(clean))
+            if targets:
+                pos = _skip_space(clean, matching_close(clean, pos, "[", "]") + 1)
+            if masked.startswith("attributes", pos):
+                pos = _skip_space(masked, pos + len("attributes"))
+                pos = _skip_space(masked, matching_close(masked, pos, "{", "}") + 1)
+            if masked[pos : pos + 1] != "{":
+                raise _Unreadable("gpu.module body")
+            end = matching_close(masked, pos, "{", "}") + 1
+            order.append(("module", name, ScannedModule(name, targets, match.start(), end, handler)))
             symbols.add(name)
         elif op == "func.func" and depth == child_depth:
             pos = _skip_space(clean, match.end())
@@ -185,9 +193,9 @@ def fast_scan(text):
                 counter += 1
             symbols.add(unique)
             outlined_after.setdefault(name, []).append(unique)
-    for kind, name, targets in order:
+    for kind, name, scanned in order:
         if kind == "module":
-            modules.append(ScannedModule(name, targets))
+            modules.append(scanned)
         elif kind == "func":
             modules += [ScannedModule(m, ()) for m in outlined_after.pop(name, [])]
     lowering = any(not m.targets for m in modules)
@@ -202,8 +210,26 @@ def _with_build_targets(modules, options):
         return None
     target = TARGETS[options.target]
     chips = [c for c in (options.chip or target.default_chip).split(",") if c]
-    attached = tuple(ScannedTarget(target, chip) for chip in chips)
+    attached = tuple(sources.TargetAttr(target, f'#{target.attribute}<chip = "{chip}">', {"chip": chip})
+                     for chip in chips)
     return [m if m.targets else ScannedModule(m.name, attached) for m in modules]
+
+
+_scans = {}
+
+
+def scan_file(path):
+    """`fast_scan` of a file plus whether it has host code, remembered per file version (the SCons tool asks
+    for every target's signature)."""
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _scans:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        modules, lowering = fast_scan(text)
+        host = sources.has_host_code(_structure(text)[1])
+        _scans[key] = (modules, lowering, host)
+    return _scans[key]
 
 
 def planned_outputs(path, options):
@@ -216,13 +242,11 @@ def planned_outputs(path, options):
     except CompileError:
         return []
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        modules, _ = fast_scan(text)
+        modules, _lowering, host = scan_file(path)
         modules = _with_build_targets(modules, options)
         if modules is None:
             return []
-        host = options.host_code == "compile" and sources.has_host_code(_structure(text)[1])
+        host = options.host_code == "compile" and host
     except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
         try:
             loaded = sources.load(path, options)
@@ -240,8 +264,71 @@ def uses_build_target(path):
     """Whether the build's target/chip/features/O settings affect `path` (some module carries no target, or
     kernels are outlined). Unreadable files count as affected, so a signature is never too small."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        return fast_scan(text)[1] or bool(re.search(r"(?<![\w.])gpu\.launch(?![_\w])", _structure(text)[1]))
+        _modules, lowering, _host = scan_file(path)
+        return lowering
     except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
         return True
+
+
+_TOP = re.compile(r"module(?:\s+@[\w$.\-]+)?(?:\s+attributes\s*\{\s*gpu\.container_module\s*\})?\s*\{")
+
+
+def direct_source(path, options):
+    """The file's gpu.modules cut straight from its text, when that is as exact as normalising it with mlir-opt:
+    a top module holding only gpu.modules that all carry targets (plus aliases, comments and a resource
+    trailer). Each piece keeps its lines and columns (for debug locations and messages) and gets the file's
+    aliases and resources, so `mlir-translate` alone parses, verifies and translates it. Else None."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        modules, lowering = fast_scan(text)
+        clean, masked, _depth_at = _structure(text)
+    except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
+        return None
+    if lowering or not modules or sources.has_host_code(masked):
+        return None
+    if not all(_well_formed(attr) for module in modules for attr in module.targets):
+        return None  # mlir-opt's verifier reports a malformed target attribute best
+    if len({module.name for module in modules}) != len(modules):
+        return None  # and a symbol defined twice
+    top = re.search(r"\bmodule\b", masked)
+    if not top or masked[: top.start()].strip("\n \t") and not _only_aliases(masked[: top.start()]):
+        return None
+    header = _TOP.match(masked, top.start())
+    if not header:
+        return None
+    body_end = matching_close(masked, header.end() - 1, "{", "}")
+    trailer = text[body_end + 1 :]
+    if masked[body_end + 1 :].strip() and not re.fullmatch(r"\s*\{-#.*#-\}\s*", masked[body_end + 1 :], re.S):
+        return None
+    rest = masked[header.end() : body_end]
+    for module in modules:
+        start, end = module.start - header.end(), module.end - header.end()
+        rest = rest[:start] + " " * (end - start) + rest[end:]
+    if rest.strip():
+        return None  # other top-level ops: let mlir-opt parse and verify the whole file
+    prelude = text[: text.rfind("\n", 0, top.start()) + 1]
+    prelude_lines = prelude.count("\n")
+    resources = trailer.strip() + "\n" if trailer.strip() else ""
+    pieces = []
+    for module in modules:
+        line = text.count("\n", 0, module.start) + 1
+        column = module.start - (text.rfind("\n", 0, module.start) + 1)
+        blank = line - 1 - prelude_lines
+        if blank < 1:
+            return None
+        piece = "\n" * blank + prelude + " " * column + text[module.start : module.end] + "\n" + resources
+        pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, line_exact=True))
+    return sources.Source(path, pieces)
+
+
+_PARAMETER_TYPES = {"chip": str, "triple": str, "features": str, "abi": str, "O": int, "link": list, "flags": dict}
+
+
+def _well_formed(attr):
+    return all(key in _PARAMETER_TYPES and isinstance(value, _PARAMETER_TYPES[key])
+               for key, value in attr.params.items()) and attr.params.get("O", 2) in (0, 1, 2, 3)
+
+
+def _only_aliases(masked_prelude):
+    return all(not line.strip() or re.match(r"\s*[#!][\w$.\-]+\s*=", line) for line in masked_prelude.splitlines())

@@ -64,6 +64,7 @@ class GpuModule:
     text: str
     targets: tuple
     handler: str = ""  # offloading handler, e.g. `<#gpu.select_object<1>>`
+    line_exact: bool = False  # text cut from the file with its line numbers kept (see scan.direct_source)
 
 
 @dataclass
