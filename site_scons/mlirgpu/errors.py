@@ -17,6 +17,9 @@ class CompileError(Exception):
         self.fix = fix
         self.detail = detail  # tool output worth showing below the one-line summary
 
+    def __reduce__(self):  # keep every field across the worker pipe
+        return (_rebuild, (type(self), self.message, self.file, self.line, self.fix, self.detail))
+
     def located(self, file, line=None):
         """Return this error with a location filled in where it had none."""
         if self.file is None:
@@ -58,6 +61,10 @@ def _one_line(text):
     """Tool messages may span lines or hold control bytes; ours are one printable line, so logs stay greppable."""
     printable = "".join(ch if ch.isprintable() or ch == "\n" else " " for ch in str(text))
     return "; ".join(" ".join(part.split()) for part in printable.splitlines() if part.strip())
+
+
+def _rebuild(cls, message, file, line, fix, detail):
+    return cls(message, file=file, line=line, fix=fix, detail=detail)
 
 
 class ToolMissing(CompileError):

@@ -81,19 +81,23 @@ class _Context:
         self.job = None
         self.stage = None
 
-    # The LLVM primitives target hooks may call, bound to the current job and stage for error messages.
+    def llvm(self, function, *args, stage=None):
+        """Call an LLVM primitive for the current job (its module and stage name a crash)."""
+        job = self.job
+        return self.worker.call(function, *args, what=job.where(stage or self.stage),
+                                where=(job.source, job.module.line))
+
+    # The LLVM primitives target hooks may call.
     def undefined_functions(self, job):
-        return self.worker.call("undefined_functions", job.id, what=job.where(self.stage))
+        return self.llvm("undefined_functions", job.id)
 
     def add_control_constants(self, job, constants, flags):
-        return self.worker.call("add_control_constants", job.id, constants, flags, what=job.where(self.stage))
+        return self.llvm("add_control_constants", job.id, constants, flags)
 
 
 def _stage_initial(ctx, job, llvm_ir):
     attr = job.attr
-    return ctx.worker.call(
-        "start", job.id, llvm_ir, attr.triple, attr.chip, attr.features, attr.opt_level, what=job.where("initial.ll")
-    )
+    return ctx.llvm("start", job.id, llvm_ir, attr.triple, attr.chip, attr.features, attr.opt_level)
 
 
 def _stage_linked(ctx, job, _):
@@ -102,15 +106,15 @@ def _stage_linked(ctx, job, _):
         if not os.path.isfile(library.path):
             raise CompileError(f"bitcode library '{library.path}' does not exist", file=job.source,
                                line=job.module.line, fix="fix the -l / link=[...] path")
-    return ctx.worker.call("link", job.id, [lib.as_args() for lib in libraries], what=job.where("linked.ll"))
+    return ctx.llvm("link", job.id, [lib.as_args() for lib in libraries])
 
 
 def _stage_opt(ctx, job, _):
-    return ctx.worker.call("optimize", job.id, job.opt_level, what=job.where("opt.ll"))
+    return ctx.llvm("optimize", job.id, job.opt_level)
 
 
 def _stage_isa(ctx, job, _):
-    return ctx.worker.call("emit_isa", job.id, what=job.where("isa"))
+    return ctx.llvm("emit_isa", job.id)
 
 
 def _stage_binary(ctx, job, isa):
@@ -172,7 +176,8 @@ def translate(modules, source):
     line-exact piece, whose first line is blank by construction, keeps its lines where they are in the file."""
     texts = [m.text if i == 0 or m.line_exact else "\n" + m.text for i, m in enumerate(modules)]
     joined = "\n// -----".join(texts)
-    argv = [toolchain.llvm_tool("mlir-translate"), "--no-implicit-module", "--split-input-file", "--mlir-to-llvmir",
+    argv = [toolchain.llvm_tool("mlir-translate"), "--mlir-disable-threading", "--no-implicit-module",
+            "--split-input-file", "--mlir-to-llvmir",
             "--preserve-ll-uselistorder", "-"]
     try:
         result = process.run(argv, "translating to LLVM IR", input=joined.encode("utf-8"))
@@ -227,11 +232,8 @@ def run_job(ctx, job, llvm_ir):
                 if suffix == "isa":
                     isa = artifact
                 _dump(ctx, f"{job.stem}.{suffix}", artifact)
-    except workers.WorkerCrashed:
-        raise
     except CompileError:
-        if ctx.worker.alive:
-            ctx.worker.call("drop", job.id)
+        ctx.llvm("drop", job.id)
         raise
     return JobOutput(isa, binaries)
 
@@ -337,7 +339,8 @@ def translate_host(source, jobs, outputs, options):
               for module in source.modules}
     container = sources.replace_modules(source.container, pieces)
     try:
-        result = process.run([toolchain.llvm_tool("mlir-translate"), "--mlir-to-llvmir", "-"], "translating host code",
+        result = process.run([toolchain.llvm_tool("mlir-translate"), "--mlir-disable-threading", "--mlir-to-llvmir", "-"],
+                             "translating host code",
                              input=container.encode("utf-8"))
     except CompileError as exc:
         raise exc.located(source.path)
@@ -399,7 +402,24 @@ def check_options(source, options):
 
 
 def compile_file(source, options):
-    """Compile every gpu.module of `source`; returns the host object bytes and what was written."""
+    """Compile every gpu.module of `source`; returns the host object bytes and what was written.
+
+    The compile runs in a worker process (see `workers`)."""
+    return _in_worker("compile_file", source, options)
+
+
+def compile_to_object(source, output, options):
+    """Compile `source` and write the host object (and the C header, when asked) atomically, in a worker."""
+    return _in_worker("compile_to_object", source, output, options)
+
+
+def _in_worker(entry, *args):
+    with workers.lease() as worker:
+        return worker.call(entry, *args, what=f"{args[0]}", where=(args[0], None))
+
+
+def compile_here(source, options):
+    """`compile_file` in this process, which must be a worker (LLVM runs here)."""
     check_options(source, options)
     timings = {}
     started = time.perf_counter()
@@ -429,21 +449,21 @@ def compile_file(source, options):
                                            "points", file=source, line=module.line))
     scratch = tempfile.mkdtemp(prefix="mlirgpu-")
     try:
-        with workers.lease() as worker:
-            ctx = _Context(options, worker, scratch)
-            outputs = {job.id: run_job(ctx, job, llvm_irs[job.module.name]) for job in jobs}
-            binaries = _embeddings(ctx, loaded, jobs, outputs)
-            started = time.perf_counter()
-            source_name = os.path.basename(source)
-            if loaded.has_host_code:
-                translated = translate_host(loaded, jobs, outputs, options)
-                _dump(ctx, HOST_DUMP, translated)
-                ir = embed.host_ir_with_glue(translated, binaries, source_name)
-            else:
-                ir = embed.host_ir(binaries, options.layout, options.section, source_name)
-            obj = worker.call("object_from_ir", ir, what=f"{source}: host object")
-            timings.update(ctx.timings)
-            timings["embed"] = time.perf_counter() - started
+        worker = workers.current
+        ctx = _Context(options, worker, scratch)
+        outputs = {job.id: run_job(ctx, job, llvm_irs[job.module.name]) for job in jobs}
+        binaries = _embeddings(ctx, loaded, jobs, outputs)
+        started = time.perf_counter()
+        source_name = os.path.basename(source)
+        if loaded.has_host_code:
+            translated = translate_host(loaded, jobs, outputs, options)
+            _dump(ctx, HOST_DUMP, translated)
+            ir = embed.host_ir_with_glue(translated, binaries, source_name)
+        else:
+            ir = embed.host_ir(binaries, options.layout, options.section, source_name)
+        obj = worker.call("object_from_ir", ir, what=f"{source}: host object", where=(source, None))
+        timings.update(ctx.timings)
+        timings["embed"] = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     header = embed.header(binaries, options.layout, options.section, source_name,
@@ -495,12 +515,12 @@ def _profile(source, result, tools, seconds):
         handle.write(line + "\n")
 
 
-def compile_to_object(source, output, options):
-    """Compile `source` and write the host object (and the C header, when asked) atomically."""
+def compile_to_object_here(source, output, options):
+    """`compile_to_object` in this process, which must be a worker."""
     started = time.perf_counter()
     token = process.tool_stats.set({})
     try:
-        result = compile_file(source, options)
+        result = compile_here(source, options)
         tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
@@ -508,4 +528,5 @@ def compile_to_object(source, output, options):
     if options.header:
         write_atomic(options.header, result.header)
     _profile(source, result, tools, time.perf_counter() - started)
+    result.object_bytes = b""  # written above; not sent back over the pipe
     return result

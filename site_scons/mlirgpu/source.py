@@ -84,7 +84,8 @@ class Source:
 
 def _run_mlir_opt(args, source, what):
     try:
-        result = process.run([toolchain.llvm_tool("mlir-opt"), *args], what)
+        # One thread: these are small inputs, and MLIR's thread pool costs more to start than it saves.
+        result = process.run([toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", *args], what)
     except CompileError as exc:
         raise exc.located(source)
     if result.returncode != 0:
@@ -253,7 +254,8 @@ def replace_modules(text, pieces):
 
 
 def _lower_host(text, path):
-    argv = [toolchain.llvm_tool("mlir-opt"), "-", f"--pass-pipeline=builtin.module({HOST_PIPELINE})",
+    argv = [toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", "-",
+            f"--pass-pipeline=builtin.module({HOST_PIPELINE})",
             "--mlir-print-local-scope", "--mlir-print-debuginfo"]
     try:
         result = process.run(argv, "lowering host code", input=text.encode("utf-8"))

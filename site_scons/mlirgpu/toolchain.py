@@ -155,3 +155,9 @@ def lld(rocm_root):
         if own:
             return own
     return llvm_tool("ld.lld")
+
+
+def forget():
+    """Drop what was found (a worker does this when its caller's environment changed)."""
+    for cached in (llvm_tool, _major_of, tool_version):
+        cached.cache_clear()

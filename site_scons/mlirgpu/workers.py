@@ -1,10 +1,12 @@
-"""Worker processes for LLVM work, so an LLVM fatal error fails one compile instead of its caller.
+"""Worker processes: whole compiles run there, so an LLVM fatal error fails one compile instead of its caller,
+and the caller (an SCons thread) only waits, leaving its interpreter free for the other jobs.
 
-Each worker is `python -m mlirgpu.workers`, speaking length-prefixed pickles over a pipe: a request names a
-function of `mlirgpu.llvm_ops` and its arguments, the reply is its result or the exception it raised. LLVM's own
-messages go to a private log file; when the worker dies, the caller raises a CompileError naming the module,
-the stage and the last lines of that log. Workers are leased one compile at a time (a job's LLVM module lives in
-one process) and reused, so threads of one build (SCons -j) get real parallelism without start-up per stage.
+Each worker is `python -m mlirgpu.workers`, speaking length-prefixed pickles over a pipe: a request names an
+entry point (`ENTRY_POINTS`) and its arguments; while it runs, the worker reports each LLVM step it starts
+(`progress`), then replies with the result or the CompileError raised. LLVM's own messages go to a private log
+file; when the worker dies, the caller raises a CompileError naming the module and stage it was in and the last
+line of that log. Workers are leased one compile at a time and reused, so threads of one build (SCons -j) get
+real parallelism without a start-up per compile.
 """
 import atexit
 import contextlib
@@ -56,17 +58,25 @@ class LLVMWorker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )
 
-    def call(self, function, *args, what="LLVM"):
+    def call(self, function, *args, what="LLVM", where=(None, None)):
+        """Run entry point `function(*args)` in the worker, in this process's folder and environment;
+        CompileErrors come back as they were raised."""
         try:
-            _send(self.process.stdin, (function, args))
-            reply = _receive(self.process.stdout)
+            _send(self.process.stdin, (function, args, os.getcwd(), dict(os.environ)))
+            while True:
+                reply = _receive(self.process.stdout)
+                if reply is None or reply[0] != "progress":
+                    break
+                what, where = reply[1]
         except (BrokenPipeError, OSError):
             reply = None
         if reply is None:
-            raise self._crash(what)
+            raise self._crash(what).located(*where)
         status, value = reply
         if status == "ok":
             return value
+        if status == "compile-error":
+            raise value
         raise CompileError(f"{what}: {value}")
 
     def _crash(self, what):
@@ -125,8 +135,39 @@ def _shutdown():
             _idle.pop().close()
 
 
+class InProcessLLVM:
+    """The LLVM primitives (`mlirgpu.llvm_ops`) as seen by a compile running inside a worker: each call first
+    tells the parent which step starts, so a crash in it can be reported by module and stage."""
+
+    alive = True
+
+    def __init__(self, report):
+        self._report = report
+
+    def call(self, function, *args, what="LLVM", where=(None, None)):
+        from . import llvm_ops
+
+        self._report((what, where))
+        try:
+            return getattr(llvm_ops, function)(*args)
+        except CompileError:
+            raise
+        except Exception as exc:  # LLVM's diagnostics arrive as RuntimeErrors
+            raise CompileError(f"{what}: {exc}") from exc
+
+
+def _entry_points():
+    from . import pipeline
+
+    return {"compile_file": pipeline.compile_here, "compile_to_object": pipeline.compile_to_object_here}
+
+
+current = None  # the InProcessLLVM of this worker process; None in a parent
+
+
 def _serve(log_path, expected_major):
     """Worker main loop (runs in the child process)."""
+    global current
     protocol_out = os.fdopen(os.dup(1), "wb")
     protocol_in = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -135,17 +176,31 @@ def _serve(log_path, expected_major):
 
     llvm_ops.init_worker(log_path, expected_major)
     os.dup2(2, 1)  # LLVM messages on stdout go to the log too, never into the protocol
+    current = InProcessLLVM(lambda what: _send(protocol_out, ("progress", what)))
+    entry_points = _entry_points()
     while True:
         request = _receive(protocol_in)
         if request is None:
             return
-        function, args = request
+        function, args, cwd, environment = request
+        if environment != os.environ:
+            os.environ.clear()
+            os.environ.update(environment)
+            from . import toolchain
+
+            toolchain.forget()
         try:
-            reply = ("ok", getattr(llvm_ops, function)(*args))
-        except Exception as exc:  # reported to the caller, which owns error handling
-            reply = ("error", f"{exc}")
+            os.chdir(cwd)
+            reply = ("ok", entry_points[function](*args))
+        except CompileError as exc:
+            reply = ("compile-error", exc)
+        except Exception as exc:  # a bug of ours: reported, not hidden
+            reply = ("error", f"{type(exc).__name__}: {exc}")
         _send(protocol_out, reply)
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1], int(sys.argv[2]))
+    # Serve from the package's own module object, which the pipeline imports (not this __main__ copy).
+    from mlirgpu import workers as _package_module
+
+    _package_module._serve(sys.argv[1], int(sys.argv[2]))
