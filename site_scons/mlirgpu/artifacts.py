@@ -68,7 +68,7 @@ def build_manifest(record_paths, root, versions, toolkit=""):
             intermediates = {}
             for name in job["dumps"]:
                 path = os.path.join(dump_dir, name)
-                suffix = name[len(job["stem"]) + 1:]
+                suffix = name[len(record.get("dump_prefix", "")) + len(job["stem"]) + 1:]
                 intermediates[suffix] = {"path": _rel(path, root), "sha256": _sha256(path)}
             jobs.append({key: job[key] for key in ("module", "target", "chip", "opt_level", "features")}
                         | {"intermediates": intermediates,

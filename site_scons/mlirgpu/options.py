@@ -22,3 +22,5 @@ class CompileOptions:
     header: str = ""  # write the object's C header here
     symbol_prefix: str = ""  # prepended to every C symbol (two objects with the same module names)
     host_code: str = "compile"  # compile: keep MLIR's launch glue for host code; ignore: embed the binaries only
+    dump_prefix: str = ""  # prepended to every dump file name (flat output folders, e.g. Meson's)
+    depfile: str = ""  # write a Make-style depfile (source, libraries, tools) here

@@ -64,6 +64,8 @@ class CompileResult:
     jobs: list
     dumps: list  # paths written under the dump folder
     timings: dict = field(default_factory=dict)  # stage -> seconds, summed over jobs
+    dependencies: list = field(default_factory=list)  # the source, linked libraries and tools used
+    tools: dict = field(default_factory=dict)  # tool name -> [runs, seconds, path]
     binaries: list = field(default_factory=list)  # embed.Embedded, as placed in the object
     header: str = ""  # the C header text for the object
     warnings: list = field(default_factory=list)
@@ -77,6 +79,7 @@ class _Context:
         self.worker = worker
         self.scratch = scratch
         self.dumps = []
+        self.dependencies = []  # files whose change changes the output: libraries here, tools via process
         self.timings = {}
         self.job = None
         self.stage = None
@@ -102,6 +105,7 @@ def _stage_initial(ctx, job, llvm_ir):
 
 def _stage_linked(ctx, job, _):
     libraries = job.target.libraries(job, ctx, ctx.options)
+    ctx.dependencies += [library.path for library in libraries]
     for library in libraries:
         if not os.path.isfile(library.path):
             raise CompileError(f"bitcode library '{library.path}' does not exist", file=job.source,
@@ -192,13 +196,6 @@ def translate(modules, source):
     if len(pieces) != len(modules):
         raise CompileError(f"mlir-translate returned {len(pieces)} modules for {len(modules)}", file=source)
     return dict(zip((module.name for module in modules), pieces))
-
-
-def _dump(ctx, job, suffix, data):
-    if ctx.options.dump_dir:
-        path = os.path.join(ctx.options.dump_dir, f"{job.stem}.{suffix}")
-        write_atomic(path, data)
-        ctx.dumps.append(path)
 
 
 @dataclass
@@ -353,7 +350,7 @@ def translate_host(source, jobs, outputs, options):
 
 def _dump(ctx, name, data):
     if ctx.options.dump_dir:
-        path = os.path.join(ctx.options.dump_dir, name)
+        path = os.path.join(ctx.options.dump_dir, ctx.options.dump_prefix + name)
         write_atomic(path, data)
         ctx.dumps.append(path)
 
@@ -420,6 +417,16 @@ def _in_worker(entry, *args):
 
 def compile_here(source, options):
     """`compile_file` in this process, which must be a worker (LLVM runs here)."""
+    token = process.tool_stats.set({})
+    try:
+        result = _compile(source, options)
+        result.tools = process.tool_stats.get()
+    finally:
+        process.tool_stats.reset(token)
+    return result
+
+
+def _compile(source, options):
     check_options(source, options)
     timings = {}
     started = time.perf_counter()
@@ -470,7 +477,10 @@ def compile_here(source, options):
                           "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
     if options.dump_dir:
         _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dumps, warnings))
-    return CompileResult(obj, jobs, ctx.dumps, timings, binaries, header, warnings)
+    tools = sorted(entry[2] for entry in (process.tool_stats.get() or {}).values())
+    dependencies = [source] + sorted(set(ctx.dependencies)) + tools + [_llvmlite_library()]
+    return CompileResult(object_bytes=obj, jobs=jobs, dumps=ctx.dumps, timings=timings, binaries=binaries,
+                         header=header, warnings=warnings, dependencies=dependencies)
 
 
 RECORD_DUMP = "mlirgpu.json"
@@ -489,7 +499,8 @@ def _record(source, options, jobs, binaries, dumps, warnings):
         "jobs": [
             {"module": job.module.name, "target": job.target.name, "chip": job.chip, "opt_level": job.opt_level,
              "features": job.attr.features, "stem": job.stem,
-             "dumps": [f"{job.stem}.{suffix}" for suffix in stage_suffixes(job.target, options.format)]}
+             "dumps": [f"{options.dump_prefix}{job.stem}.{suffix}"
+                       for suffix in stage_suffixes(job.target, options.format)]}
             for job in jobs
         ],
         "binaries": [
@@ -499,6 +510,7 @@ def _record(source, options, jobs, binaries, dumps, warnings):
             for item in binaries
         ],
         "dumps": sorted(os.path.relpath(path, folder) for path in dumps),
+        "dump_prefix": options.dump_prefix,
         "warnings": [str(warning) for warning in warnings],
     }
     return json.dumps(record, indent=2, sort_keys=True) + "\n"
@@ -509,24 +521,38 @@ def _profile(source, result, tools, seconds):
     path = os.environ.get("MLIRGPU_PROFILE")
     if not path:
         return
+    tools = {name: entry[:2] for name, entry in tools.items()}
     line = json.dumps({"source": source, "seconds": seconds, "stages": result.timings, "tools": tools,
                        "jobs": len(result.jobs)}, sort_keys=True)
     with open(path, "a", encoding="utf-8") as handle:  # one short append per compile: atomic on POSIX
         handle.write(line + "\n")
 
 
+def _llvmlite_library():
+    """The LLVM the stages ran in (a dependency: a different llvmlite can produce different code)."""
+    import llvmlite.binding.ffi
+
+    return os.path.abspath(llvmlite.binding.ffi.lib._name)
+
+
+def make_depfile(output, dependencies):
+    """A Make-style depfile (`output: deps`), as Ninja's and Meson's `depfile` read it."""
+    def escape(path):
+        return path.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
+
+    return escape(output) + ": " + " \\\n  ".join(escape(path) for path in dependencies) + "\n"
+
+
 def compile_to_object_here(source, output, options):
     """`compile_to_object` in this process, which must be a worker."""
     started = time.perf_counter()
-    token = process.tool_stats.set({})
-    try:
-        result = compile_here(source, options)
-        tools = process.tool_stats.get()
-    finally:
-        process.tool_stats.reset(token)
+    result = compile_here(source, options)
+    tools = result.tools
     write_atomic(output, result.object_bytes)
     if options.header:
         write_atomic(options.header, result.header)
+    if options.depfile:
+        write_atomic(options.depfile, make_depfile(output, result.dependencies))
     _profile(source, result, tools, time.perf_counter() - started)
     result.object_bytes = b""  # written above; not sent back over the pipe
     return result

@@ -11,7 +11,7 @@ import time
 
 from .errors import CompileError
 
-# Per-compile tool statistics {tool: [runs, seconds]} while a compile collects them (see pipeline.compile_file).
+# Per-compile tool statistics {tool: [runs, seconds, path]} while a compile collects them (pipeline.compile_file).
 tool_stats = contextvars.ContextVar("mlirgpu_tool_stats", default=None)
 
 
@@ -38,7 +38,7 @@ def run(argv, what, *, input=None):
         raise CompileError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from exc
     stats = tool_stats.get()
     if stats is not None:
-        entry = stats.setdefault(name, [0, 0.0])
+        entry = stats.setdefault(name, [0, 0.0, argv[0]])
         entry[0] += 1
         entry[1] += time.perf_counter() - started
     if result.returncode < 0:

@@ -257,7 +257,8 @@ def planned_outputs(path, options):
     names = []
     for module in modules:
         names += dump_names(module.name, module.targets, options, host)
-    return names + ([HOST_DUMP] if host else []) + [RECORD_DUMP]
+    names += ([HOST_DUMP] if host else []) + [RECORD_DUMP]
+    return [options.dump_prefix + name for name in names]
 
 
 def uses_build_target(path):
