@@ -1,0 +1,21 @@
+"""The benchmark runs end to end in its quick form (no timing is asserted: timings belong to bench/, not CI)."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_quick_benchmark_produces_every_section(tmp_path):
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "run.py"), "--quick", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results) >= {"full", "latency", "null", "incremental", "profile"}
+    assert {"ours -j2 DUMP=1", "upstream make -j2", "ours -j2 DUMP=0"} <= set(results["full"])
+    for value in results["full"].values():
+        assert value["median"] > 0 and value["n"] == 1
+    assert results["null"]["10"]["targets"] == 70
+    assert any(tool.startswith("mlir-translate") for tool in results["profile"]["tools"])
+    assert "ratio ours/upstream -j2" in (tmp_path / "results.txt").read_text()
