@@ -7,7 +7,9 @@ create from `gpu.launch` are predicted the way MLIR names them: `@<func>_kernel`
 placed right after their function. What this cannot read (the generic op form) falls back to asking mlir-opt,
 and the compile itself checks that what it wrote is what was declared.
 """
+import atexit
 import bisect
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -215,21 +217,85 @@ def _with_build_targets(modules, options):
     return [m if m.targets else ScannedModule(m.name, attached) for m in modules]
 
 
-_scans = {}
+class _ScanCache:
+    """Scans remembered per file version, in this process and across runs (a null build of many sources then
+    reads one small file instead of every source)."""
+
+    def __init__(self):
+        self.memory = {}
+        self.stored = None
+        self.dirty = False
+
+    def _path(self):
+        from .libraries import cache_dir
+
+        return os.path.join(os.path.dirname(cache_dir()), "scans.json")
+
+    def _load(self):
+        self.stored = {}
+        try:
+            with open(self._path(), encoding="utf-8") as handle:
+                self.stored = json.load(handle)
+        except (OSError, ValueError):
+            pass
+
+    def get(self, key):
+        if key in self.memory:
+            return self.memory[key]
+        if self.stored is None:
+            self._load()
+            atexit.register(self.save)
+        entry = self.stored.get("|".join(map(str, key)))
+        if entry is None:
+            return None
+        modules = [ScannedModule(m["name"], tuple(sources.TargetAttr(target_for_attribute(t[0]), t[1], t[2])
+                                                  for t in m["targets"]), m["start"], m["end"], m["handler"])
+                   for m in entry["modules"]]
+        self.memory[key] = (modules, entry["lowering"], entry["host"])
+        return self.memory[key]
+
+    def put(self, key, value):
+        self.memory[key] = value
+        modules, lowering, host = value
+        if self.stored is None:
+            self._load()
+            atexit.register(self.save)
+        self.stored["|".join(map(str, key))] = {
+            "modules": [{"name": m.name, "start": m.start, "end": m.end, "handler": m.handler,
+                         "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]} for m in modules],
+            "lowering": lowering, "host": host}
+        self.dirty = True
+
+    def save(self):
+        if not self.dirty:
+            return
+        entries = dict(list(self.stored.items())[-20000:])  # bounded: the newest scans
+        try:
+            from .fsutil import write_atomic
+
+            write_atomic(self._path(), json.dumps(entries, sort_keys=True))
+        except Exception:  # the cache only saves time; never fail a build for it
+            pass
+        self.dirty = False
+
+
+_scans = _ScanCache()
 
 
 def scan_file(path):
     """`fast_scan` of a file plus whether it has host code, remembered per file version (the SCons tool asks
-    for every target's signature)."""
+    on every run and for every target's signature)."""
     stat = os.stat(path)
     key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _scans:
+    found = _scans.get(key)
+    if found is None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
         modules, lowering = fast_scan(text)
         host = sources.has_host_code(_structure(text)[1])
-        _scans[key] = (modules, lowering, host)
-    return _scans[key]
+        found = (modules, lowering, host)
+        _scans.put(key, found)
+    return found
 
 
 def planned_outputs(path, options):

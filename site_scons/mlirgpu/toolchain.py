@@ -13,6 +13,7 @@ Search order, first hit wins (no other absolute paths are assumed):
 """
 import functools
 import glob
+import json
 import os
 import re
 import shutil
@@ -67,15 +68,43 @@ def _major_of(tool):
 
 @functools.lru_cache(maxsize=None)
 def tool_version(tool):
-    """First line of `TOOL --version` that names a version (part of build signatures)."""
+    """First line of `TOOL --version` that names a version (part of build signatures). Remembered on disk per
+    tool file version: build tools ask on every run, and starting mlir-opt only to ask costs tens of ms."""
+    try:
+        stat = os.stat(tool)
+    except OSError:
+        return "unknown"
+    key = f"{os.path.realpath(tool)}|{stat.st_mtime_ns}|{stat.st_size}"
+    cache = os.path.join(_cache_root(), "versions.json")
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            known = json.load(handle)
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]
     try:
         out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    for line in out.splitlines():
-        if re.search(r"[Vv]ersion|release", line):
-            return line.strip()
-    return out.strip().splitlines()[0] if out.strip() else "unknown"
+    lines = [line.strip() for line in out.splitlines() if re.search(r"[Vv]ersion|release", line)]
+    version = lines[0] if lines else (out.strip().splitlines()[0] if out.strip() else "unknown")
+    known[key] = version
+    try:
+        from .fsutil import write_atomic
+
+        write_atomic(cache, json.dumps(known, sort_keys=True))
+    except Exception:  # only a cache
+        pass
+    return version
+
+
+def _cache_root():
+    """`$MLIRGPU_CACHE_DIR/..`-style root of our caches: `$XDG_CACHE_HOME/scons-mlir-gpu` or ~/.cache/..."""
+    if os.environ.get("MLIRGPU_CACHE_DIR"):
+        return os.path.dirname(os.environ["MLIRGPU_CACHE_DIR"].rstrip("/")) or "."
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "scons-mlir-gpu")
 
 
 def _nvcc_wheel_roots():

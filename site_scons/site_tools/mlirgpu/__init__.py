@@ -106,27 +106,43 @@ def _dump_enabled(env):
     return bool(value)
 
 
+DEFAULT_DUMPDIR = "${TARGET.dir}/${TARGET.filebase}.dumps"
+DEFAULT_HEADER = "${TARGET.dir}/${TARGET.filebase}.h"
+
+
+def _value(env, key, target=None, source=None):
+    """A construction variable as a string; only values holding `$` go through (slow) substitution, since
+    this runs for every object on every build, also a null one. The default per-object paths are computed."""
+    value = env.get(key, "")
+    if isinstance(value, str) and "$" not in value:
+        return value
+    if value in (DEFAULT_DUMPDIR, DEFAULT_HEADER) and target:
+        base = os.path.splitext(str(target[0]))[0]  # relative to SCons's current folder, as $TARGET is
+        return base + (".dumps" if value == DEFAULT_DUMPDIR else ".h")
+    return env.subst(f"${key}", target=target, source=source)
+
+
 def _options(env, target, source, with_dumps):
     """Compile options from the construction variables (linked libraries as resolved by the emitter)."""
-    level = env.subst("$GPU_OPT_LEVEL", target=target, source=source).strip()
+    level = _value(env, "GPU_OPT_LEVEL", target, source).strip()
     if level and not level.lstrip("-").isdigit():
         raise SCons.Errors.UserError(f"GPU_OPT_LEVEL must be 0, 1, 2 or 3, not '{level}'")
     libs = [_source_path(node) for node in getattr(target[0].attributes, "mlirgpu_libs", [])]
     return CompileOptions(
-        format=env.subst("$GPU_FORMAT"),
-        section=env.subst("$GPU_SECTION"),
-        toolkit=env.subst("$GPU_TOOLKIT"),
+        format=_value(env, "GPU_FORMAT"),
+        section=_value(env, "GPU_SECTION"),
+        toolkit=_value(env, "GPU_TOOLKIT"),
         link_libs=tuple(libs),
-        opts=env.subst("$GPU_OPTS"),
-        dump_dir=env.subst("$GPU_DUMPDIR", target=target, source=source) if with_dumps else "",
-        target=env.subst("$GPU_TARGET"),
+        opts=_value(env, "GPU_OPTS"),
+        dump_dir=_value(env, "GPU_DUMPDIR", target, source) if with_dumps else "",
+        target=_value(env, "GPU_TARGET"),
         chip=",".join(_as_list(env.get("GPU_CHIP", ""))),
-        features=env.subst("$GPU_FEATURES"),
+        features=_value(env, "GPU_FEATURES"),
         opt_level=int(level) if level else None,
-        layout=env.subst("$GPU_LAYOUT"),
-        host_code=env.subst("$GPU_HOST_CODE"),
-        header=env.subst("$GPU_HEADER", target=target, source=source),
-        symbol_prefix=env.subst("$GPU_SYMBOL_PREFIX", target=target, source=source),
+        layout=_value(env, "GPU_LAYOUT"),
+        host_code=_value(env, "GPU_HOST_CODE"),
+        header=_value(env, "GPU_HEADER", target, source),
+        symbol_prefix=_value(env, "GPU_SYMBOL_PREFIX", target, source),
     )
 
 
@@ -309,7 +325,7 @@ def generate(env):
         GPU_TARGET="", GPU_CHIP="", GPU_FEATURES="", GPU_OPT_LEVEL="", GPU_FORMAT="fatbin", GPU_SECTION="",
         GPU_LINKLIBS=[], GPU_TOOLKIT="", GPU_OPTS="", GPU_DUMP=False, GPU_LAYOUT="plain", GPU_SYMBOL_PREFIX="",
         GPU_HOST_CODE="compile", GPU_ARTIFACTSDIR="#", GPU_BASELINE="", GPU_FAIL_ON="",
-        GPU_DUMPDIR="${TARGET.dir}/${TARGET.filebase}.dumps", GPU_HEADER="${TARGET.dir}/${TARGET.filebase}.h",
+        GPU_DUMPDIR=DEFAULT_DUMPDIR, GPU_HEADER=DEFAULT_HEADER, OBJSUFFIX=".o",
         MLIRGPUCOMSTR="",
     )
     env.SetDefault(MLIRGPU_VERSIONS=_versions(env), MLIRGPU_LOWERING=_lowering_signature)
