@@ -17,5 +17,5 @@ def test_quick_benchmark_produces_every_section(tmp_path):
     for value in results["full"].values():
         assert value["median"] > 0 and value["n"] == 1
     assert results["null"]["10"]["targets"] == 70
-    assert any(tool.startswith("mlir-translate") for tool in results["profile"]["tools"])
+    assert results["profile"]["stages"]["isa"] > 0 and results["profile"]["tools"]
     assert "ratio ours/upstream -j2" in (tmp_path / "results.txt").read_text()

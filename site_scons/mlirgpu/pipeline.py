@@ -174,7 +174,12 @@ def plan(modules, source, options):
 
 
 def translate(modules, source):
-    """LLVM IR text for each module, from one mlir-translate process (pieces split by `// -----`).
+    """{module name: LLVM IR} for the modules of one source."""
+    return dict(zip((module.name for module in modules), translate_pieces(modules, source)))
+
+
+def translate_pieces(modules, source):
+    """LLVM IR text for each module, in order, from one mlir-translate process (pieces split by `// -----`).
 
     A piece after the first starts on the marker's line (MLIR counts a chunk's lines from there), so a
     line-exact piece, whose first line is blank by construction, keeps its lines where they are in the file."""
@@ -195,7 +200,7 @@ def translate(modules, source):
     pieces = [piece for piece in pieces if piece.startswith("; ModuleID = ")]
     if len(pieces) != len(modules):
         raise CompileError(f"mlir-translate returned {len(pieces)} modules for {len(modules)}", file=source)
-    return dict(zip((module.name for module in modules), pieces))
+    return pieces
 
 
 @dataclass
@@ -405,9 +410,40 @@ def compile_file(source, options):
     return _in_worker("compile_file", source, options)
 
 
-def compile_to_object(source, output, options):
-    """Compile `source` and write the host object (and the C header, when asked) atomically, in a worker."""
-    return _in_worker("compile_to_object", source, output, options)
+def compile_to_object(source, output, options, translated=None):
+    """Compile `source` and write the host object (and the C header, when asked) atomically, in a worker.
+
+    `translated`: this source's entry of `translate_many`, when a build translated several sources at once."""
+    return _in_worker("compile_to_object", source, output, options, translated)
+
+
+def _pieces_key(modules):
+    return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
+
+
+def translate_many(paths):
+    """Translate the gpu.modules of many sources in one mlir-translate run (a process start-up costs more than
+    translating a typical module). Only sources taking the direct path (see scan.direct_source) join; returns
+    {path: (pieces key, {module: LLVM IR})}. Any failure returns {}: each compile then translates, and reports,
+    on its own."""
+    from .scan import direct_source
+
+    batch = []
+    for path in paths:
+        loaded = direct_source(path, None)
+        if loaded is not None:
+            batch.append((path, loaded.modules))
+    if len(batch) < 2:
+        return {}
+    try:
+        irs = translate_pieces([module for _path, modules in batch for module in modules], "<batch>")
+    except CompileError:
+        return {}
+    result = {}
+    for path, modules in batch:
+        result[path] = (_pieces_key(modules), {m.name: ir for m, ir in zip(modules, irs)})
+        irs = irs[len(modules):]
+    return result
 
 
 def _in_worker(entry, *args):
@@ -415,18 +451,18 @@ def _in_worker(entry, *args):
         return worker.call(entry, *args, what=f"{args[0]}", where=(args[0], None))
 
 
-def compile_here(source, options):
+def compile_here(source, options, translated=None):
     """`compile_file` in this process, which must be a worker (LLVM runs here)."""
     token = process.tool_stats.set({})
     try:
-        result = _compile(source, options)
+        result = _compile(source, options, translated)
         result.tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
     return result
 
 
-def _compile(source, options):
+def _compile(source, options, translated=None):
     check_options(source, options)
     timings = {}
     started = time.perf_counter()
@@ -440,7 +476,10 @@ def _compile(source, options):
         _prepare_dump_dir(options.dump_dir, source)
     started = time.perf_counter()
     try:
-        llvm_irs = translate(loaded.modules, source)
+        if translated and loaded.modules[0].line_exact and translated[0] == _pieces_key(loaded.modules):
+            llvm_irs = translated[1]  # translated with other sources of this build, from these very pieces
+        else:
+            llvm_irs = translate(loaded.modules, source)
     except CompileError:
         if not loaded.modules[0].line_exact:
             raise
@@ -543,10 +582,10 @@ def make_depfile(output, dependencies):
     return escape(output) + ": " + " \\\n  ".join(escape(path) for path in dependencies) + "\n"
 
 
-def compile_to_object_here(source, output, options):
+def compile_to_object_here(source, output, options, translated=None):
     """`compile_to_object` in this process, which must be a worker."""
     started = time.perf_counter()
-    result = compile_here(source, options)
+    result = compile_here(source, options, translated)
     tools = result.tools
     write_atomic(output, result.object_bytes)
     if options.header:

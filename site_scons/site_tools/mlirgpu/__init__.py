@@ -26,10 +26,12 @@ Construction variables (defaults set with SetDefault, never over a user's value)
 The command line sets any of them (`scons GPU_TARGET=rocdl GPU_CHIP=gfx942 DUMP=1`) through the `options` hook.
 The compiler core (`mlirgpu`) does the work; this module only adapts it to SCons.
 """
+import concurrent.futures
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 
 import SCons.Action
 import SCons.Builder
@@ -69,7 +71,7 @@ mlirgpu = _core_package()
 from mlirgpu import toolchain  # noqa: E402
 from mlirgpu.errors import CompileError  # noqa: E402
 from mlirgpu.options import CompileOptions  # noqa: E402
-from mlirgpu.pipeline import compile_to_object  # noqa: E402
+from mlirgpu.pipeline import compile_to_object, translate_many  # noqa: E402
 from mlirgpu import artifacts  # noqa: E402
 from mlirgpu.pipeline import RECORD_DUMP  # noqa: E402
 from mlirgpu.scan import planned_outputs, uses_build_target  # noqa: E402
@@ -173,6 +175,7 @@ def _emitter(target, source, env):
         _ARTIFACTS.add(env, [obj] + extra, dump_dir.File(RECORD_DUMP))
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
+    _TRANSLATIONS.declare(_source_path(source[0]), [obj] + extra)
     return [obj] + extra + target[1:], source
 
 
@@ -225,11 +228,52 @@ class _ArtifactSet:
 _ARTIFACTS = _ArtifactSet()
 
 
+class _Translations:
+    """One mlir-translate run for the sources this build is about to compile, instead of one per source.
+
+    The first compile of a build translates every declared source that looks out of date (its object or a
+    declared file is missing, or older than the source); the others take their share. A source whose pieces
+    changed since, or that was not in the batch, translates on its own, so this only ever saves time."""
+
+    def __init__(self):
+        self.objects = []  # (source path, [target nodes]) as declared
+        self.done = None
+        self.lock = threading.Lock()
+
+    def declare(self, source_path, targets):
+        self.objects.append((source_path, targets))
+
+    def get(self, path):
+        with self.lock:
+            if self.done is None:
+                stale = [src for src, targets in self.objects if _looks_stale(src, targets)]
+                # As many translator processes as build jobs, so no core waits for this step.
+                jobs = max(1, SCons.Script.GetOption("num_jobs") or 1)
+                slices = [stale[i::jobs] for i in range(jobs) if stale[i::jobs]]
+                self.done = {}
+                with concurrent.futures.ThreadPoolExecutor(max_workers=len(slices) or 1) as pool:
+                    for part in pool.map(translate_many, slices):
+                        self.done.update(part)
+        return self.done.get(path)
+
+
+def _looks_stale(source_path, targets):
+    try:
+        newest_input = os.stat(source_path).st_mtime_ns
+        return any(not os.path.exists(t.abspath) or os.stat(t.abspath).st_mtime_ns < newest_input for t in targets)
+    except OSError:
+        return True
+
+
+_TRANSLATIONS = _Translations()
+
+
 def _compile(target, source, env):
     obj = target[0]
     options = _options(env, target, source, with_dumps=_dump_enabled(env))
+    path = _source_path(source[0])
     try:
-        result = compile_to_object(_source_path(source[0]), obj.path, options)
+        result = compile_to_object(path, obj.path, options, _TRANSLATIONS.get(path))
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
     for warning in result.warnings:
