@@ -218,23 +218,22 @@ def _with_build_targets(modules, options):
 
 
 class _ScanCache:
-    """Scans remembered per file version, in this process and across runs (a null build of many sources then
-    reads one small file instead of every source)."""
+    """Scans remembered per file version, in this process and, when a build tool names a file for it
+    (`use_cache_file`, one per project), across runs: a null build of many sources then reads one file instead
+    of every source."""
 
     def __init__(self):
         self.memory = {}
         self.stored = None
         self.dirty = False
-
-    def _path(self):
-        from .libraries import cache_dir
-
-        return os.path.join(os.path.dirname(cache_dir()), "scans.json")
+        self.path = None
 
     def _load(self):
         self.stored = {}
+        if not self.path:
+            return
         try:
-            with open(self._path(), encoding="utf-8") as handle:
+            with open(self.path, encoding="utf-8") as handle:
                 self.stored = json.load(handle)
         except (OSError, ValueError):
             pass
@@ -267,19 +266,33 @@ class _ScanCache:
         self.dirty = True
 
     def save(self):
-        if not self.dirty:
+        if not self.dirty or not self.path:
             return
-        entries = dict(list(self.stored.items())[-20000:])  # bounded: the newest scans
+        entries = {k: v for k, v in self.stored.items() if _current(k)}  # only files as they are now
         try:
             from .fsutil import write_atomic
 
-            write_atomic(self._path(), json.dumps(entries, sort_keys=True))
+            write_atomic(self.path, json.dumps(entries, sort_keys=True))
         except Exception:  # the cache only saves time; never fail a build for it
             pass
         self.dirty = False
 
 
+def _current(key):
+    path, mtime, size = key.rsplit("|", 2)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False
+    return str(stat.st_mtime_ns) == mtime and str(stat.st_size) == size
+
+
 _scans = _ScanCache()
+
+
+def use_cache_file(path):
+    """Keep scans across runs in `path` (the SCons tool uses one file per project, beside .sconsign)."""
+    _scans.path = path
 
 
 def scan_file(path):

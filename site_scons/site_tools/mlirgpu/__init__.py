@@ -74,7 +74,7 @@ from mlirgpu.options import CompileOptions  # noqa: E402
 from mlirgpu.pipeline import compile_to_object, translate_many  # noqa: E402
 from mlirgpu import artifacts  # noqa: E402
 from mlirgpu.pipeline import RECORD_DUMP  # noqa: E402
-from mlirgpu.scan import planned_outputs, uses_build_target  # noqa: E402
+from mlirgpu.scan import planned_outputs, use_cache_file, uses_build_target  # noqa: E402
 
 # Every variable that changes the output; GPU_DUMP is deliberately absent (dumps only add targets). The
 # target/chip/features/O settings enter through MLIRGPU_LOWERING, only for sources they apply to.
@@ -373,6 +373,7 @@ def generate(env):
         MLIRGPUCOMSTR="",
     )
     env.SetDefault(MLIRGPU_VERSIONS=_versions(env), MLIRGPU_LOWERING=_lowering_signature)
+    use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
     action = SCons.Action.Action(_compile, strfunction=_describe, varlist=SIGNATURE_VARS)
     builder = SCons.Builder.Builder(
         action=action, emitter=_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX", single_source=True,
