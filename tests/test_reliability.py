@@ -3,7 +3,6 @@ files, reproducible outputs. After every fault the next build equals a clean bui
 import os
 import re
 import signal
-import stat
 import subprocess
 import sys
 import time

@@ -24,11 +24,10 @@ _libraries = {}
 
 
 def cache_dir():
-    """`$MLIRGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/scons-mlir-gpu`, else `~/.cache/scons-mlir-gpu`."""
-    if os.environ.get("MLIRGPU_CACHE_DIR"):
-        return os.environ["MLIRGPU_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "scons-mlir-gpu", "libraries")
+    """Where reduced libraries are kept: `<cache root>/libraries` (see toolchain.cache_root)."""
+    from .toolchain import cache_root
+
+    return os.path.join(cache_root(), "libraries")
 
 
 def _read_cache(name):

@@ -75,7 +75,7 @@ def tool_version(tool):
     except OSError:
         return "unknown"
     key = f"{os.path.realpath(tool)}|{stat.st_mtime_ns}|{stat.st_size}"
-    cache = os.path.join(_cache_root(), "versions.json")
+    cache = os.path.join(cache_root(), "versions.json")
     try:
         with open(cache, encoding="utf-8") as handle:
             known = json.load(handle)
@@ -99,10 +99,11 @@ def tool_version(tool):
     return version
 
 
-def _cache_root():
-    """`$MLIRGPU_CACHE_DIR/..`-style root of our caches: `$XDG_CACHE_HOME/scons-mlir-gpu` or ~/.cache/..."""
+def cache_root():
+    """Root of our caches: `$MLIRGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/scons-mlir-gpu`, else
+    `~/.cache/scons-mlir-gpu`."""
     if os.environ.get("MLIRGPU_CACHE_DIR"):
-        return os.path.dirname(os.environ["MLIRGPU_CACHE_DIR"].rstrip("/")) or "."
+        return os.environ["MLIRGPU_CACHE_DIR"]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "scons-mlir-gpu")
 
