@@ -6,7 +6,6 @@ kept; top-level ops print at indentation 2, so each direct child `gpu.module` is
 then a standalone module for `mlir-translate --no-implicit-module`. Local-scope printing drops the
 `{-# dialect_resources #-}` trailer, so it is taken from a plain print and appended to pieces that use it.
 """
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -314,8 +313,3 @@ def load(path, options):
         if container:
             container += trailer
     return Source(path, modules, container, warnings)
-
-
-def display_name(path):
-    """How a source is named in messages: as given, relative where possible."""
-    return os.path.relpath(path) if os.path.isabs(path) and not os.path.relpath(path).startswith("..") else path
