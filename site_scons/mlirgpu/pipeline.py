@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from . import embed
 from . import source as sources
-from . import process, toolchain, workers
+from . import process, workers
 from .embed import Embedded
 from .errors import CompileError, CompileWarning
 from .fsutil import write_atomic
@@ -185,17 +185,8 @@ def translate_pieces(modules, source):
     line-exact piece, whose first line is blank by construction, keeps its lines where they are in the file."""
     texts = [m.text if i == 0 or m.line_exact else "\n" + m.text for i, m in enumerate(modules)]
     joined = "\n// -----".join(texts)
-    argv = [toolchain.llvm_tool("mlir-translate"), "--mlir-disable-threading", "--no-implicit-module",
-            "--split-input-file", "--mlir-to-llvmir",
-            "--preserve-ll-uselistorder", "-"]
-    try:
-        result = process.run(argv, "translating to LLVM IR", input=joined.encode("utf-8"))
-    except CompileError as exc:
-        raise exc.located(source)
-    if result.returncode != 0:
-        raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, "translating to LLVM IR",
-                                      tool="mlir-translate", code=result.returncode)
-    text = result.stdout.decode("utf-8")
+    args = ["--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-"]
+    text = sources.run_mlir_tool("mlir-translate", args, source, "translating to LLVM IR", text=joined)
     pieces = re.split(r"^(?=; ModuleID = )", text, flags=re.M)
     pieces = [piece for piece in pieces if piece.startswith("; ModuleID = ")]
     if len(pieces) != len(modules):
@@ -340,17 +331,8 @@ def translate_host(source, jobs, outputs, options):
     pieces = {module.name: _gpu_binary(module, [j for j in jobs if j.module is module], outputs, options)
               for module in source.modules}
     container = sources.replace_modules(source.container, pieces)
-    try:
-        result = process.run([toolchain.llvm_tool("mlir-translate"), "--mlir-disable-threading", "--mlir-to-llvmir", "-"],
-                             "translating host code",
-                             input=container.encode("utf-8"))
-    except CompileError as exc:
-        raise exc.located(source.path)
-    if result.returncode != 0:
-        raise sources.mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source.path, "translating host code",
-                                      fix="pass --host-code ignore to embed only the binaries", tool="mlir-translate",
-                                      code=result.returncode)
-    return result.stdout.decode("utf-8")
+    return sources.run_mlir_tool("mlir-translate", ["--mlir-to-llvmir", "-"], source.path, "translating host code",
+                                 text=container, fix="pass --host-code ignore to embed only the binaries")
 
 
 def _dump(ctx, name, data):

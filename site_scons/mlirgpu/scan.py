@@ -146,6 +146,7 @@ def fast_scan(text):
     top = re.match(r"\s*(#[^\n]*\n\s*)*module\b", masked)
     child_depth = 1 if top else 0
     modules, symbols, order = [], set(), []
+    aliases = _aliases(clean)
     for match in re.finditer(r"(?<![\w.])(gpu\.module|func\.func|gpu\.launch(?![_\w]))", masked):
         op, depth = match.group(1), depth_at(match.start())
         if op == "gpu.module" and depth == child_depth:
@@ -158,7 +159,7 @@ def fast_scan(text):
             if pos < len(clean) and clean[pos] == "<":
                 close = matching_close(clean, pos, "<", ">")
                 handler, pos = clean[pos : close + 1], _skip_space(clean, close + 1)
-            targets = _target_list(clean, pos, _aliases(clean))
+            targets = _target_list(clean, pos, aliases)
             if targets:
                 pos = _skip_space(clean, matching_close(clean, pos, "[", "]") + 1)
             if masked.startswith("attributes", pos):

@@ -81,15 +81,22 @@ class Source:
         return bool(self.container)
 
 
-def _run_mlir_opt(args, source, what):
+def run_mlir_tool(tool, args, source, what, text=None, fix=None):
+    """Run mlir-opt or mlir-translate (single-threaded: inputs are small, and MLIR's thread pool costs more to
+    start than it saves) on a file or on `text`; its output, or a CompileError located in `source`."""
+    argv = [toolchain.llvm_tool(tool), "--mlir-disable-threading", *args]
     try:
-        # One thread: these are small inputs, and MLIR's thread pool costs more to start than it saves.
-        result = process.run([toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", *args], what)
+        result = process.run(argv, what, input=None if text is None else text.encode("utf-8"))
     except CompileError as exc:
         raise exc.located(source)
     if result.returncode != 0:
-        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what, code=result.returncode)
+        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what, fix=fix, tool=tool,
+                              code=result.returncode)
     return result.stdout.decode("utf-8")
+
+
+def _run_mlir_opt(args, source, what):
+    return run_mlir_tool("mlir-opt", args, source, what)
 
 
 def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
@@ -253,18 +260,11 @@ def replace_modules(text, pieces):
 
 
 def _lower_host(text, path):
-    argv = [toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", "-",
-            f"--pass-pipeline=builtin.module({HOST_PIPELINE})",
-            "--mlir-print-local-scope", "--mlir-print-debuginfo"]
-    try:
-        result = process.run(argv, "lowering host code", input=text.encode("utf-8"))
-    except CompileError as exc:
-        raise exc.located(path)
-    if result.returncode != 0:
-        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), path, "lowering host code", code=result.returncode,
-                              fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or pass "
-                                  "--host-code ignore to embed only the binaries")
-    return result.stdout.decode("utf-8")
+    args = ["-", f"--pass-pipeline=builtin.module({HOST_PIPELINE})", "--mlir-print-local-scope",
+            "--mlir-print-debuginfo"]
+    return run_mlir_tool("mlir-opt", args, path, "lowering host code", text=text,
+                         fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or pass "
+                             "--host-code ignore to embed only the binaries")
 
 
 def load(path, options):

@@ -139,8 +139,6 @@ class InProcessLLVM:
     """The LLVM primitives (`mlirgpu.llvm_ops`) as seen by a compile running inside a worker: each call first
     tells the parent which step starts, so a crash in it can be reported by module and stage."""
 
-    alive = True
-
     def __init__(self, report):
         self._report = report
 
