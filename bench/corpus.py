@@ -61,7 +61,7 @@ def write_corpus(folder, count, null_build=False):
         with open(os.path.join(folder, name + ".mlir"), "w", encoding="utf-8") as handle:
             handle.write(_instance(template, family, chip, index))
         entries.append((name, family, size, fmt, cuda if family == "nvvm" else rocm))
-    sconstruct = ["env = Environment(tools=['mlirgpu'], toolpath=[%r])" % os.path.join(
+    sconstruct = ["DefaultEnvironment(tools=[])", "env = Environment(tools=['mlirgpu'], toolpath=[%r])" % os.path.join(
         ROOT, "site_scons", "site_tools")]
     make = ["MLIR_OPT := " + toolchain.llvm_tool("mlir-opt"), "MLIR_TRANSLATE := " + toolchain.llvm_tool("mlir-translate"),
             "LLC := " + toolchain.llvm_tool("llc"), "OBJECTS := " + " ".join(f"out/{e[0]}.o" for e in entries),

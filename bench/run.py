@@ -120,6 +120,7 @@ def write_floor(floor, project):
              "    for t in target:",
              "        shutil.copyfile(str(source[0]), str(t))",
              "    return 0",
+             "DefaultEnvironment(tools=[])",
              "env = Environment(tools=[])"]
     for source, targets in groups.items():
         shutil.copy(os.path.join(project, source), os.path.join(floor, source))

@@ -4,6 +4,7 @@ Only what the compiler needs to plan its work: the parameters of `#nvvm.target<.
 (integers, strings, arrays, dictionaries, unit entries) and the name of each `gpu.module`. Translation itself is
 always done by the MLIR tools; this never interprets code.
 """
+import functools
 import re
 
 _TOKEN = re.compile(
@@ -71,7 +72,7 @@ def _value(tokens):
             items.append(_value(tokens))
             if tokens.peek()[1] == ",":
                 tokens.take(",")
-        tokens.take("]")
+        tokens.take("]", re.S)
         return items
     if text == "{":
         return _dictionary_rest(tokens)
@@ -106,21 +107,23 @@ def parse_parameters(text):
     return _dictionary_rest(tokens)
 
 
+@functools.cache
+def _bracket_tokens(open_char, close_char):
+    return re.compile(r'"(?:[^"\\]|\\.)*"|"|[' + re.escape(open_char + close_char) + "]", re.S)
+
+
 def matching_close(text, start, open_char, close_char):
-    """Index of the bracket closing the one at `start`, skipping string literals."""
+    """Index of the bracket closing the one at `start`, skipping string literals. A regular expression walks
+    the tokens: the scan runs over whole module bodies for every source on every build."""
     depth = 0
-    i = start
-    while i < len(text):
-        char = text[i]
-        if char == '"':
-            i += 1
-            while text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif char == open_char:
+    for match in _bracket_tokens(open_char, close_char).finditer(text, start):
+        token = match.group()
+        if token == open_char:
             depth += 1
-        elif char == close_char:
+        elif token == close_char:
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return match.start()
+        elif token == '"':
+            raise ValueError("unterminated string")
     raise ValueError(f"unbalanced {open_char}{close_char}")

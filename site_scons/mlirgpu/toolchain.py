@@ -68,14 +68,25 @@ def _major_of(tool):
 
 @functools.lru_cache(maxsize=None)
 def tool_version(tool):
-    """First line of `TOOL --version` that names a version (part of build signatures). Remembered on disk per
-    tool file version: build tools ask on every run, and starting mlir-opt only to ask costs tens of ms."""
+    """First line of `TOOL --version` that names a version (part of build signatures)."""
+    out = cached_tool_output(tool, ("--version",))
+    if out is None:
+        return "unknown"
+    lines = [line.strip() for line in out.splitlines() if re.search(r"[Vv]ersion|release", line)]
+    return lines[0] if lines else (out.strip().splitlines()[0] if out.strip() else "unknown")
+
+
+@functools.lru_cache(maxsize=None)
+def cached_tool_output(tool, args):
+    """What `TOOL ARGS...` prints (stdout then stderr), or None when it cannot run. Remembered on disk per tool
+    file version: builds ask on every run (versions, processor lists), and starting an LLVM tool only to ask
+    costs tens of ms each time."""
     try:
         stat = os.stat(tool)
     except OSError:
-        return "unknown"
-    key = f"{os.path.realpath(tool)}|{stat.st_mtime_ns}|{stat.st_size}"
-    cache = os.path.join(cache_root(), "versions.json")
+        return None
+    key = f"{os.path.realpath(tool)}|{stat.st_mtime_ns}|{stat.st_size}|{' '.join(args)}"
+    cache = os.path.join(cache_root(), "tool-output.json")
     try:
         with open(cache, encoding="utf-8") as handle:
             known = json.load(handle)
@@ -84,19 +95,17 @@ def tool_version(tool):
     if key in known:
         return known[key]
     try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
+        run = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    lines = [line.strip() for line in out.splitlines() if re.search(r"[Vv]ersion|release", line)]
-    version = lines[0] if lines else (out.strip().splitlines()[0] if out.strip() else "unknown")
-    known[key] = version
+        return None
+    known[key] = run.stdout + run.stderr
     try:
         from .fsutil import write_atomic
 
         write_atomic(cache, json.dumps(known, sort_keys=True))
     except Exception:  # only a cache
         pass
-    return version
+    return known[key]
 
 
 def cache_root():

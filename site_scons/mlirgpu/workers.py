@@ -110,7 +110,22 @@ class LLVMWorker:
 
 
 _idle = []
+_started = []  # every worker this process started (for prestart's count)
 _lock = threading.Lock()
+
+
+def _start():
+    worker = LLVMWorker()
+    _started.append(worker)
+    return worker
+
+
+def prestart(count):
+    """Have `count` workers running, started now, so their Python and LLVM start-up overlaps the caller's own
+    work (a build tool reading its build files) instead of delaying the first compiles."""
+    with _lock:
+        alive = sum(1 for worker in _started if worker.alive)
+        _idle.extend(_start() for _ in range(count - alive))
 
 
 @contextlib.contextmanager
@@ -119,7 +134,8 @@ def lease():
     with _lock:
         worker = _idle.pop() if _idle else None
     if worker is None or not worker.alive:
-        worker = LLVMWorker()
+        with _lock:
+            worker = _start()
     try:
         yield worker
     finally:
@@ -133,6 +149,7 @@ def _shutdown():
     with _lock:
         while _idle:
             _idle.pop().close()
+        _started.clear()
 
 
 class InProcessLLVM:

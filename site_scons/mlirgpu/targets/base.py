@@ -1,7 +1,6 @@
 """The target interface every GPU target implements (one pipeline, per-target hooks)."""
 import functools
 import re
-import subprocess
 
 from .. import process, toolchain
 from ..errors import CompileError
@@ -61,14 +60,7 @@ class Target:
 @functools.lru_cache(maxsize=None)
 def _processors(triple):
     """The processor names LLVM accepts for `triple` (from `llvm-mc -mcpu=help`)."""
-    try:
-        result = subprocess.run(
-            [toolchain.llvm_tool("llvm-mc"), f"--triple={triple}", "-mcpu=help"],
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    text = result.stdout + result.stderr
+    text = toolchain.cached_tool_output(toolchain.llvm_tool("llvm-mc"), (f"--triple={triple}", "-mcpu=help")) or ""
     section = text.split("Available CPUs for this target:", 1)[-1].split("Available features", 1)[0]
     return tuple(re.findall(r"^\s+(\S+)\s+- ", section, re.M))
 

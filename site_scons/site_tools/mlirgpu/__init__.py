@@ -37,6 +37,7 @@ import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Script
+import SCons.Subst
 import SCons.Tool
 import SCons.Util
 import SCons.Variables
@@ -68,7 +69,7 @@ def _core_package():
 
 
 mlirgpu = _core_package()
-from mlirgpu import toolchain  # noqa: E402
+from mlirgpu import toolchain, workers  # noqa: E402
 from mlirgpu.errors import CompileError  # noqa: E402
 from mlirgpu.options import CompileOptions  # noqa: E402
 from mlirgpu.pipeline import compile_to_object, translate_many  # noqa: E402
@@ -94,6 +95,23 @@ def _lowering_signature(target, source, env, for_signature):
         return ""
     return "|".join((env.subst("$GPU_TARGET"), ",".join(_as_list(env.get("GPU_CHIP", ""))),
                      env.subst("$GPU_FEATURES"), env.subst("$GPU_OPT_LEVEL")))
+
+
+def _signature(target, source, env, for_signature):
+    """The action signature: every SIGNATURE_VARS value in one string. SCons recomputes an action's signature
+    for each target node of each object (eight or more per object with dumps), so one callable that reads the
+    variables directly replaces ten substitutions per node; values holding `$` are still substituted."""
+    parts = []
+    for key in SIGNATURE_VARS:
+        value = env.get(key, "")
+        if callable(value):
+            value = value(target, source, env, for_signature)
+        elif SCons.Util.is_List(value) and not any("$" in str(v) for v in SCons.Util.flatten(value)):
+            value = " ".join(str(v) for v in SCons.Util.flatten(value))
+        elif not isinstance(value, str) or "$" in value:
+            value = env.subst_target_source("${%s}" % key, SCons.Subst.SUBST_SIG, target, source)
+        parts.append(f"{key}={value}")
+    return "\n".join(parts)
 
 
 def _as_list(value):
@@ -175,7 +193,7 @@ def _emitter(target, source, env):
         _ARTIFACTS.add(env, [obj] + extra, dump_dir.File(RECORD_DUMP))
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
-    _TRANSLATIONS.declare(_source_path(source[0]), [obj] + extra)
+    _TRANSLATIONS.declare(source[0], [obj] + extra)
     return [obj] + extra + target[1:], source
 
 
@@ -231,30 +249,44 @@ _ARTIFACTS = _ArtifactSet()
 class _Translations:
     """One mlir-translate run for the sources this build is about to compile, instead of one per source.
 
-    The first compile of a build translates every declared source that looks out of date (its object or a
-    declared file is missing, or older than the source); the others take their share. A source whose pieces
-    changed since, or that was not in the batch, translates on its own, so this only ever saves time."""
+    Sources are declared as their objects are; one that looks out of date (its object or a declared file is
+    missing, or older than the source) joins the batch, which the first compile of the build translates; the
+    others take their share. A source whose pieces changed since, or that was not in the batch, translates on
+    its own, so this only ever saves time. Declaring out-of-date sources also starts the LLVM workers (as many
+    as build jobs), so their start-up overlaps SCons reading the build instead of delaying the first compile."""
 
     def __init__(self):
-        self.objects = []  # (source path, [target nodes]) as declared
+        self.stale = []  # source paths, as declared
         self.done = None
         self.lock = threading.Lock()
 
-    def declare(self, source_path, targets):
-        self.objects.append((source_path, targets))
+    def declare(self, source, targets):
+        if not _looks_stale(_source_path(source, absolute=True), targets):
+            return
+        self.stale.append(_source_path(source))
+        if len(self.stale) <= _jobs() and _will_build():
+            workers.prestart(len(self.stale))
 
     def get(self, path):
         with self.lock:
             if self.done is None:
-                stale = [src for src, targets in self.objects if _looks_stale(src, targets)]
                 # As many translator processes as build jobs, so no core waits for this step.
-                jobs = max(1, SCons.Script.GetOption("num_jobs") or 1)
-                slices = [stale[i::jobs] for i in range(jobs) if stale[i::jobs]]
+                jobs = _jobs()
+                slices = [self.stale[i::jobs] for i in range(jobs) if self.stale[i::jobs]]
                 self.done = {}
                 with concurrent.futures.ThreadPoolExecutor(max_workers=len(slices) or 1) as pool:
                     for part in pool.map(translate_many, slices):
                         self.done.update(part)
         return self.done.get(path)
+
+
+def _jobs():
+    return max(1, SCons.Script.GetOption("num_jobs") or 1)
+
+
+def _will_build():
+    """False for runs that execute no action: -c, -n, -q, -h."""
+    return not any(SCons.Script.GetOption(option) for option in ("clean", "no_exec", "question", "help"))
 
 
 def _looks_stale(source_path, targets):
@@ -374,7 +406,8 @@ def generate(env):
     )
     env.SetDefault(MLIRGPU_VERSIONS=_versions(env), MLIRGPU_LOWERING=_lowering_signature)
     use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
-    action = SCons.Action.Action(_compile, strfunction=_describe, varlist=SIGNATURE_VARS)
+    env["MLIRGPU_SIGNATURE"] = _signature
+    action = SCons.Action.Action(_compile, strfunction=_describe, varlist=["MLIRGPU_SIGNATURE"])
     builder = SCons.Builder.Builder(
         action=action, emitter=_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX", single_source=True,
     )
