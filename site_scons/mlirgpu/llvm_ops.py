@@ -101,6 +101,18 @@ def _definitions(module):
             yield value
 
 
+def _definition(module, name):
+    """The function or global variable `name` defined in `module`, or None (looked up, not iterated: modules
+    with a device library linked in hold hundreds of values)."""
+    for lookup in (module.get_function, module.get_global_variable):
+        try:
+            value = lookup(name)
+        except NameError:
+            continue
+        return None if value.is_declaration else value
+    return None
+
+
 def link(job_id, libraries):
     """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize."""
     job = _jobs[job_id]
@@ -112,18 +124,18 @@ def link(job_id, libraries):
                                      module.data_layout if retarget else None, declared)
         except (RuntimeError, OSError) as exc:
             raise RuntimeError(f"cannot read bitcode library '{path}': {str(exc).strip()}") from exc
-        defined_before = {v.name for v in _definitions(module)}
-        imported = set()
+        imported = []
         for value in _definitions(library):
-            imported.add(value.name)
+            imported.append(value.name)
             if str(value.linkage.name) not in _KEEP_LINKAGE and value.name not in declared:
                 value.linkage = "linkonce_odr"
+        defined_before = {name for name in imported if _definition(module, name) is not None}
         module.link_in(library)
-        for value in _definitions(module):
-            if value.name in imported and value.name not in defined_before:
-                if value.linkage.name not in _LOCAL and value.linkage.name != "appending":
-                    value.linkage = "internal"
-                    value.visibility = "default"
+        for name in imported:
+            value = None if name in defined_before else _definition(module, name)
+            if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
+                value.linkage = "internal"
+                value.visibility = "default"
     return str(module)
 
 

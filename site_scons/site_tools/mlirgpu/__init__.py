@@ -247,37 +247,58 @@ _ARTIFACTS = _ArtifactSet()
 
 
 class _Translations:
-    """One mlir-translate run for the sources this build is about to compile, instead of one per source.
+    """Few mlir-translate runs for the sources this build is about to compile, instead of one per source.
 
-    Sources are declared as their objects are; one that looks out of date (its object or a declared file is
-    missing, or older than the source) joins the batch, which the first compile of the build translates; the
-    others take their share. A source whose pieces changed since, or that was not in the batch, translates on
-    its own, so this only ever saves time. Declaring out-of-date sources also starts the LLVM workers (as many
-    as build jobs), so their start-up overlaps SCons reading the build instead of delaying the first compile."""
+    Sources are declared as their objects are. One that looks out of date (its object or a declared file is
+    missing, or older than the source) joins a batch; full batches start translating in the background at
+    once, while SCons still reads the build, and the first compile sends off the rest (split over the build
+    jobs) and waits. A source whose pieces changed since, or that was in no batch, translates on its own, so
+    this only ever saves time. The first out-of-date sources also start the LLVM workers (as many as build
+    jobs), whose start-up then overlaps SCons's own."""
+
+    BATCH = 16  # sources per background run: one start-up (tens of ms) shared by many small translations
 
     def __init__(self):
-        self.stale = []  # source paths, as declared
+        self.stale = 0
+        self.pending = []  # absolute source paths not yet sent off
+        self.runs = []  # futures of translate_many
+        self.pool = None
         self.done = None
         self.lock = threading.Lock()
 
     def declare(self, source, targets):
-        if not _looks_stale(_source_path(source, absolute=True), targets):
+        path = _source_path(source, absolute=True)
+        if not _will_build() or not _looks_stale(path, targets):
             return
-        self.stale.append(_source_path(source))
-        if len(self.stale) <= _jobs() and _will_build():
-            workers.prestart(len(self.stale))
+        self.stale += 1
+        if self.stale <= _jobs():
+            workers.prestart(self.stale)
+        with self.lock:
+            self.pending.append(path)
+            if len(self.pending) >= self.BATCH:
+                self._send(self.pending)
+                self.pending = []
 
-    def get(self, path):
+    def _send(self, paths):
+        if self.pool is None:
+            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="mlirgpu")
+        self.runs.append(self.pool.submit(translate_many, paths))
+
+    def get(self, source):
+        """The batch translation of `source` (a node), or None."""
         with self.lock:
             if self.done is None:
-                # As many translator processes as build jobs, so no core waits for this step.
                 jobs = _jobs()
-                slices = [self.stale[i::jobs] for i in range(jobs) if self.stale[i::jobs]]
+                for part in (self.pending[i::jobs] for i in range(jobs)):
+                    if part:
+                        self._send(part)
+                self.pending = []
                 self.done = {}
-                with concurrent.futures.ThreadPoolExecutor(max_workers=len(slices) or 1) as pool:
-                    for part in pool.map(translate_many, slices):
-                        self.done.update(part)
-        return self.done.get(path)
+                for run in self.runs:
+                    self.done.update(run.result())
+                if self.pool is not None:
+                    self.pool.shutdown()
+        return self.done.get(_source_path(source, absolute=True))
 
 
 def _jobs():
@@ -305,7 +326,7 @@ def _compile(target, source, env):
     options = _options(env, target, source, with_dumps=_dump_enabled(env))
     path = _source_path(source[0])
     try:
-        result = compile_to_object(path, obj.path, options, _TRANSLATIONS.get(path))
+        result = compile_to_object(path, obj.path, options, _TRANSLATIONS.get(source[0]))
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
     for warning in result.warnings:
