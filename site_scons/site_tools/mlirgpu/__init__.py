@@ -252,18 +252,18 @@ class _Translations:
     Sources are declared as their objects are. One that looks out of date (its object or a declared file is
     missing, or older than the source) joins a batch; full batches start translating in the background at
     once, while SCons still reads the build, and the first compile sends off the rest (split over the build
-    jobs) and waits. A source whose pieces changed since, or that was in no batch, translates on its own, so
-    this only ever saves time. The first out-of-date sources also start the LLVM workers (as many as build
-    jobs), whose start-up then overlaps SCons's own."""
+    jobs); each compile waits only for the run holding its source. A source whose pieces changed since, or
+    that was in no batch, translates on its own, so this only ever saves time. The first out-of-date sources
+    also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
 
     BATCH = 16  # sources per background run: one start-up (tens of ms) shared by many small translations
 
     def __init__(self):
         self.stale = 0
         self.pending = []  # absolute source paths not yet sent off
-        self.runs = []  # futures of translate_many
+        self.runs = {}  # absolute source path -> future of the translate_many run holding it
         self.pool = None
-        self.done = None
+        self.flushed = False
         self.lock = threading.Lock()
 
     def declare(self, source, targets):
@@ -282,23 +282,22 @@ class _Translations:
     def _send(self, paths):
         if self.pool is None:
             self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="mlirgpu")
-        self.runs.append(self.pool.submit(translate_many, paths))
+        run = self.pool.submit(translate_many, paths)
+        self.runs.update((path, run) for path in paths)
 
     def get(self, source):
         """The batch translation of `source` (a node), or None."""
         with self.lock:
-            if self.done is None:
+            if not self.flushed:
                 jobs = _jobs()
                 for part in (self.pending[i::jobs] for i in range(jobs)):
                     if part:
                         self._send(part)
                 self.pending = []
-                self.done = {}
-                for run in self.runs:
-                    self.done.update(run.result())
-                if self.pool is not None:
-                    self.pool.shutdown()
-        return self.done.get(_source_path(source, absolute=True))
+                self.flushed = True
+        path = _source_path(source, absolute=True)
+        run = self.runs.get(path)
+        return run.result().get(path) if run else None
 
 
 def _jobs():
