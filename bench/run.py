@@ -54,12 +54,17 @@ def clean(project):
 
 
 def interleave(variants, reps, prepare):
-    """variants: {name: (argv, cwd, env)}; each repetition runs every variant once, in turn."""
+    """variants: {name: (argv, cwd, env)}; each repetition runs every variant once. The order rotates between
+    repetitions, so no variant always runs after the same one, and the disk is synced before each run, so none
+    pays for the previous one's write-back."""
     samples = {name: [] for name in variants}
     memory = {name: 0 for name in variants}
-    for _ in range(reps):
-        for name, (argv, cwd, env) in variants.items():
+    names = list(variants)
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[: rep % len(names)]:
+            argv, cwd, env = variants[name]
             prepare(name, cwd)
+            os.sync()
             seconds, rss = timed(argv, cwd, env)
             samples[name].append(seconds)
             memory[name] = max(memory[name], rss)
@@ -211,7 +216,7 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
     args = parser.parse_args(argv)
-    reps = args.reps or (1 if args.quick else 3)
+    reps = args.reps or (1 if args.quick else 5)
     sources = 6 if args.quick else 40
     null_sizes = (10,) if args.quick else (50, 200, 1000)
     incr = 10 if args.quick else 200

@@ -537,13 +537,14 @@ def _record(source, options, jobs, binaries, dumps, warnings):
     return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
-def _profile(source, result, tools, seconds):
-    """Append this compile's stage and tool times to `$MLIRGPU_PROFILE` (JSON lines), for the benchmarks."""
+def _profile(source, result, tools, started, seconds):
+    """Append this compile's start (epoch seconds), duration, stage and tool times to `$MLIRGPU_PROFILE` (JSON
+    lines), for the benchmarks."""
     path = os.environ.get("MLIRGPU_PROFILE")
     if not path:
         return
     tools = {name: entry[:2] for name, entry in tools.items()}
-    line = json.dumps({"source": source, "seconds": seconds, "stages": result.timings, "tools": tools,
+    line = json.dumps({"source": source, "started": started, "seconds": seconds, "stages": result.timings, "tools": tools,
                        "jobs": len(result.jobs)}, sort_keys=True)
     with open(path, "a", encoding="utf-8") as handle:  # one short append per compile: atomic on POSIX
         handle.write(line + "\n")
@@ -566,7 +567,7 @@ def make_depfile(output, dependencies):
 
 def compile_to_object_here(source, output, options, translated=None):
     """`compile_to_object` in this process, which must be a worker."""
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     result = compile_here(source, options, translated)
     tools = result.tools
     write_atomic(output, result.object_bytes)
@@ -574,6 +575,6 @@ def compile_to_object_here(source, output, options, translated=None):
         write_atomic(options.header, result.header)
     if options.depfile:
         write_atomic(options.depfile, make_depfile(output, result.dependencies))
-    _profile(source, result, tools, time.perf_counter() - started)
+    _profile(source, result, tools, wall, time.perf_counter() - started)
     result.object_bytes = b""  # written above; not sent back over the pipe
     return result

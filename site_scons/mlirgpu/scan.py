@@ -138,11 +138,12 @@ def _skip_space(clean, pos):
     return pos
 
 
-def fast_scan(text):
-    """[ScannedModule] in the order the compiler will produce them, plus whether lowering will run."""
+def fast_scan(text, structure=None):
+    """[ScannedModule] in the order the compiler will produce them, plus whether lowering will run.
+    `structure`: `_structure(text)`, when the caller has it already."""
     if '"gpu.module"' in text or '"builtin.module"' in text:
         raise _Unreadable("generic form")
-    clean, masked, depth_at = _structure(text)
+    clean, masked, depth_at = structure or _structure(text)
     top = re.match(r"\s*(#[^\n]*\n\s*)*module\b", masked)
     child_depth = 1 if top else 0
     modules, symbols, order = [], set(), []
@@ -305,8 +306,9 @@ def scan_file(path):
     if found is None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-        modules, lowering = fast_scan(text)
-        host = sources.has_host_code(_structure(text)[1])
+        structure = _structure(text)
+        modules, lowering = fast_scan(text, structure)
+        host = sources.has_host_code(structure[1])
         found = (modules, lowering, host)
         _scans.put(key, found)
     return found
@@ -362,8 +364,9 @@ def direct_source(path, options):
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-        modules, lowering = fast_scan(text)
-        clean, masked, _depth_at = _structure(text)
+        structure = _structure(text)
+        modules, lowering = fast_scan(text, structure)
+        clean, masked, _depth_at = structure
     except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
         return None
     if lowering or not modules or sources.has_host_code(masked):

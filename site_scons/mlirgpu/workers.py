@@ -99,7 +99,8 @@ class LLVMWorker:
 
     def close(self):
         if self.process.poll() is None:
-            self.process.stdin.close()
+            if not self.process.stdin.closed:
+                self.process.stdin.close()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -147,6 +148,8 @@ def lease():
 @atexit.register
 def _shutdown():
     with _lock:
+        for worker in _idle:  # all are told first, so they wind down together
+            worker.process.stdin.close()
         while _idle:
             _idle.pop().close()
         _started.clear()

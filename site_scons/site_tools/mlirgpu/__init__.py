@@ -256,10 +256,13 @@ class _Translations:
     that was in no batch, translates on its own, so this only ever saves time. The first out-of-date sources
     also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
 
-    BATCH = 16  # sources per background run: one start-up (tens of ms) shared by many small translations
+    # Sources per background run: one start-up (tens of ms) shared by many small translations. The first runs
+    # are small, so the first compiles (of the first sources declared) find theirs done.
+    BATCHES = (2, 4, 8, 16)
 
     def __init__(self):
         self.stale = 0
+        self.sent = 0  # background runs sent off
         self.pending = []  # absolute source paths not yet sent off
         self.runs = {}  # absolute source path -> future of the translate_many run holding it
         self.pool = None
@@ -275,7 +278,7 @@ class _Translations:
             workers.prestart(self.stale)
         with self.lock:
             self.pending.append(path)
-            if len(self.pending) >= self.BATCH:
+            if len(self.pending) >= self.BATCHES[min(self.sent, len(self.BATCHES) - 1)]:
                 self._send(self.pending)
                 self.pending = []
 
@@ -283,6 +286,7 @@ class _Translations:
         if self.pool is None:
             self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="mlirgpu")
         run = self.pool.submit(translate_many, paths)
+        self.sent += 1
         self.runs.update((path, run) for path in paths)
 
     def get(self, source):
