@@ -3,12 +3,12 @@
 
     from mlirgpu import CompileOptions, compile_to_object
     compile_to_object("k.mlir", "k.o", CompileOptions(format="bin", dump_dir="k.dumps"))
-"""
-import os
 
-from .errors import CompileError
-from .options import CompileOptions
-from .pipeline import STAGES, compile_file, compile_to_object
+The names below are loaded when first used, so `mlirgpu compile` can start its LLVM worker before it imports
+the pipeline (the two start-ups overlap).
+"""
+import importlib
+import os
 
 __version__ = "0.1.0"
 
@@ -20,4 +20,14 @@ TOOLPATH = next(
     if os.path.isdir(os.path.join(path, "mlirgpu"))
 )
 
-__all__ = ["CompileError", "CompileOptions", "STAGES", "TOOLPATH", "compile_file", "compile_to_object"]
+_LAZY = {"CompileError": "errors", "CompileOptions": "options", "STAGES": "pipeline", "compile_file": "pipeline",
+         "compile_to_object": "pipeline"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["STAGES", "TOOLPATH", "CompileError", "CompileOptions", "compile_file", "compile_to_object"]

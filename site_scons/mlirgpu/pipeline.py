@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from . import embed
 from . import source as sources
-from . import process, workers
+from . import process, toolchain, workers
 from .embed import Embedded
 from .errors import CompileError, CompileWarning
 from .fsutil import write_atomic
@@ -403,11 +403,11 @@ def _pieces_key(modules):
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
-def translate_many(paths):
+def translate_many(paths, at_least=2):
     """Translate the gpu.modules of many sources in one mlir-translate run (a process start-up costs more than
-    translating a typical module). Only sources taking the direct path (see scan.direct_source) join; returns
-    {path: (pieces key, {module: LLVM IR})}. Any failure returns {}: each compile then translates, and reports,
-    on its own."""
+    translating a typical module). Only sources taking the direct path (see scan.direct_source) join, and only
+    when at least `at_least` do; returns {path: (pieces key, {module: LLVM IR})}. Any failure returns {}: each
+    compile then translates, and reports, on its own."""
     from .scan import direct_source
 
     batch = []
@@ -415,7 +415,7 @@ def translate_many(paths):
         loaded = direct_source(path, None)
         if loaded is not None:
             batch.append((path, loaded.modules))
-    if len(batch) < 2:
+    if not batch or len(batch) < at_least:
         return {}
     try:
         irs = translate_pieces([module for _path, modules in batch for module in modules], "<batch>")
@@ -457,9 +457,11 @@ def _compile(source, options, translated=None):
     if options.dump_dir:
         _prepare_dump_dir(options.dump_dir, source)
     started = time.perf_counter()
+    caller_tools = []  # tools run for this compile outside this process
     try:
         if translated and loaded.modules[0].line_exact and translated[0] == _pieces_key(loaded.modules):
-            llvm_irs = translated[1]  # translated with other sources of this build, from these very pieces
+            llvm_irs = translated[1]  # translated by the caller (with other sources), from these very pieces
+            caller_tools = [toolchain.llvm_tool("mlir-translate")]
         else:
             llvm_irs = translate(loaded.modules, source)
     except CompileError:
@@ -498,7 +500,7 @@ def _compile(source, options, translated=None):
                           "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
     if options.dump_dir:
         _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dumps, warnings))
-    tools = sorted(entry[2] for entry in (process.tool_stats.get() or {}).values())
+    tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
     dependencies = [source] + sorted(set(ctx.dependencies)) + tools + [_llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=ctx.dumps, timings=timings, binaries=binaries,
                          header=header, warnings=warnings, dependencies=dependencies)

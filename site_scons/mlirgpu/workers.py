@@ -50,11 +50,13 @@ class LLVMWorker:
         log = tempfile.NamedTemporaryFile(prefix="mlirgpu-llvm-", suffix=".log", delete=False)
         self.log_path = log.name
         log.close()
+        # The worker skips `site` (-S: its start-up, editable-install finders included, is a fifth of a
+        # worker's) and gets this process's import path instead, which already holds what site would add.
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        path = dict.fromkeys([package_root] + [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mlirgpu.workers", self.log_path, str(LLVM_MAJOR)],
+            [sys.executable, "-S", "-m", "mlirgpu.workers", self.log_path, str(LLVM_MAJOR)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )
 
@@ -199,7 +201,7 @@ def _serve(log_path, expected_major):
     while True:
         request = _receive(protocol_in)
         if request is None:
-            return
+            os._exit(0)  # the caller is done: nothing is pending, and skipping interpreter teardown ends us sooner
         function, args, cwd, environment = request
         if environment != os.environ:
             os.environ.clear()
