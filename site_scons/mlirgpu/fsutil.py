@@ -15,16 +15,19 @@ def write_atomic(path, data):
         data = data.encode("utf-8")
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        except FileNotFoundError:  # the folder is made only when missing: a compile writes many files into one
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     except OSError as exc:
         blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
         reason = f"'{blocker}' is not a folder" if blocker else exc.strerror
         raise CompileError(f"cannot write '{path}': {reason}", fix="choose a writable output location") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(fd, 0o644)
             handle.write(data)
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as exc:
         try:

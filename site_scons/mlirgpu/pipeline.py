@@ -337,9 +337,11 @@ def translate_host(source, jobs, outputs, options):
 
 def _dump(ctx, name, data):
     if ctx.options.dump_dir:
+        started = time.perf_counter()
         path = os.path.join(ctx.options.dump_dir, ctx.options.dump_prefix + name)
         write_atomic(path, data)
         ctx.dumps.append(path)
+        ctx.timings["dumps"] = ctx.timings.get("dumps", 0.0) + time.perf_counter() - started
 
 
 def _prepare_dump_dir(path, source):
@@ -500,6 +502,7 @@ def _compile(source, options, translated=None):
                           "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
     if options.dump_dir:
         _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dumps, warnings))
+        timings["dumps"] = ctx.timings["dumps"]
     tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
     dependencies = [source] + sorted(set(ctx.dependencies)) + tools + [_llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=ctx.dumps, timings=timings, binaries=binaries,

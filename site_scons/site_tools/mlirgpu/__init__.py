@@ -256,9 +256,10 @@ class _Translations:
     that was in no batch, translates on its own, so this only ever saves time. The first out-of-date sources
     also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
 
-    # Sources per background run: one start-up (tens of ms) shared by many small translations. The first runs
-    # are small, so the first compiles (of the first sources declared) find theirs done.
-    BATCHES = (2, 4, 8, 16)
+    # Sources per background run: mlir-translate's start-up (about 40 ms) is shared by many small translations.
+    # The first run is smaller, so the first compiles (of the first sources declared) find theirs done early.
+    BATCHES = (8, 32)
+    SPLIT = 4  # the rest is split over the build jobs in parts of at least this many sources
 
     def __init__(self):
         self.stale = 0
@@ -293,7 +294,7 @@ class _Translations:
         """The batch translation of `source` (a node), or None."""
         with self.lock:
             if not self.flushed:
-                jobs = _jobs()
+                jobs = max(1, min(_jobs(), len(self.pending) // self.SPLIT))
                 for part in (self.pending[i::jobs] for i in range(jobs)):
                     if part:
                         self._send(part)
