@@ -27,23 +27,50 @@ sys.path.insert(0, HERE)
 
 from corpus import write_corpus  # noqa: E402
 from mlirgpu import toolchain  # noqa: E402
+from mlirgpu.pipeline import STAGES  # noqa: E402
 
 SCONS = [sys.executable, os.path.join(os.path.dirname(sys.executable), "scons")]
 
 
 def timed(argv, cwd, env=None):
-    """Seconds a command takes, and the peak RSS (KiB) of its largest process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Seconds a command takes, and the CPU seconds (user + system) of it and every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     run = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - started
     if run.returncode != 0:
         raise SystemExit(f"benchmark command failed: {' '.join(argv)} in {cwd}\n{run.stderr[-3000:]}")
-    return seconds, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def summary(samples):
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
+def peak_memory(argv, cwd):
+    """Peak total resident memory (KiB) of a command's process tree (everything in its session: SCons, the LLVM
+    workers and tools, or make and the upstream tools), sampled every 10 ms in a separate, untimed run."""
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    peak = 0
+    while process.poll() is None:
+        total = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == process.pid:  # session id
+                total += int(fields[21]) * page_kib
+        peak = max(peak, total)
+        time.sleep(0.01)
+    return peak
+
+
+def summary(samples, cpu):
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples),
+            "cpu_median": statistics.median(cpu)}
 
 
 def clean(project):
@@ -58,17 +85,17 @@ def interleave(variants, reps, prepare):
     repetitions, so no variant always runs after the same one, and the disk is synced before each run, so none
     pays for the previous one's write-back."""
     samples = {name: [] for name in variants}
-    memory = {name: 0 for name in variants}
+    cpu = {name: [] for name in variants}
     names = list(variants)
     for rep in range(reps):
         for name in names[rep % len(names):] + names[: rep % len(names)]:
             argv, cwd, env = variants[name]
             prepare(name, cwd)
             os.sync()
-            seconds, rss = timed(argv, cwd, env)
+            seconds, cpu_seconds = timed(argv, cwd, env)
             samples[name].append(seconds)
-            memory[name] = max(memory[name], rss)
-    return {name: summary(values) | {"peak_rss_kib": memory[name]} for name, values in samples.items()}
+            cpu[name].append(cpu_seconds)
+    return {name: summary(samples[name], cpu[name]) for name in names}
 
 
 def full_builds(corpus_dir, reps, jobs_list):
@@ -77,7 +104,11 @@ def full_builds(corpus_dir, reps, jobs_list):
         variants[f"ours -j{jobs} DUMP=1"] = (SCONS + ["-Q", f"-j{jobs}", "DUMP=1"], corpus_dir, None)
         variants[f"upstream make -j{jobs}"] = (["make", "-s", f"-j{jobs}", "-f", "upstream.mk"], corpus_dir, None)
     variants["ours -j2 DUMP=0"] = (SCONS + ["-Q", "-j2", "DUMP=0"], corpus_dir, None)
-    return interleave(variants, reps, lambda name, cwd: clean(cwd))
+    results = interleave(variants, reps, lambda name, cwd: clean(cwd))
+    for name, (argv, cwd, _env) in variants.items():
+        clean(cwd)
+        results[name]["peak_rss_kib"] = peak_memory(argv, cwd)
+    return results
 
 
 def latency(corpus_dir, reps, files):
@@ -178,16 +209,19 @@ def ratio(a, b):
 def report(results):
     lines = []
     full = results["full"]
-    lines.append("Full build, corpus of %d sources (median s, min-max)" % results["corpus_sources"])
+    lines.append("Full build, corpus of %d sources (median s, min-max; median CPU s; peak memory of the "
+                 "process tree)" % results["corpus_sources"])
     for name, value in full.items():
         lines.append(f"  {name:24s} {value['median']:7.2f}  ({value['min']:.2f}-{value['max']:.2f})  "
-                     f"peak {value['peak_rss_kib'] / 1024:.0f} MiB")
+                     f"CPU {value['cpu_median']:5.2f}  peak {value['peak_rss_kib'] / 1024:.0f} MiB")
     lines.append(f"  ratio ours/upstream -j2: {ratio(full['ours -j2 DUMP=1'], full['upstream make -j2']):.2f}")
     if "ours -j1 DUMP=1" in full:
         lines.append(f"  ratio ours/upstream -j1: {ratio(full['ours -j1 DUMP=1'], full['upstream make -j1']):.2f}")
         lines.append(f"  speed-up -j1 -> -j2 (ours): {ratio(full['ours -j1 DUMP=1'], full['ours -j2 DUMP=1']):.2f}x")
+    dump_cpu = full["ours -j2 DUMP=1"]["cpu_median"] / full["ours -j2 DUMP=0"]["cpu_median"] - 1
     lines.append(f"  DUMP=1 cost over DUMP=0: "
-                 f"{(ratio(full['ours -j2 DUMP=1'], full['ours -j2 DUMP=0']) - 1) * 100:+.1f}%")
+                 f"{(ratio(full['ours -j2 DUMP=1'], full['ours -j2 DUMP=0']) - 1) * 100:+.1f}% "
+                 f"(CPU {dump_cpu * 100:+.1f}%)")
     lines.append("Single-source latency (median s): ours / upstream = ratio")
     for label, value in results["latency"].items():
         lines.append(f"  {label:8s} {value['ours']['median']:.3f} / {value['upstream']['median']:.3f} = "
@@ -203,8 +237,9 @@ def report(results):
     prof = results["profile"]
     lines.append(f"Where the time goes (-j1 build {prof['build_seconds']:.2f} s, in compiles "
                  f"{prof['compile_seconds']:.2f} s):")
+    stages = {suffix for suffix, _ in STAGES}
     for stage, value in sorted(prof["stages"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  stage {stage:12s} {value:7.2f} s")
+        lines.append(f"  {'stage' if stage in stages else 'step ':5s} {stage:12s} {value:7.2f} s")
     for tool, value in sorted(prof["tools"].items(), key=lambda kv: -kv[1]["seconds"]):
         lines.append(f"  tool  {tool:12s} {value['seconds']:7.2f} s in {value['runs']} runs")
     return "\n".join(lines)
