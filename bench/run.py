@@ -12,6 +12,7 @@ and a profile of where the time goes (MLIRGPU_PROFILE). Writes DIR/results.json 
 import argparse
 import json
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -81,14 +82,16 @@ def clean(project):
 
 
 def interleave(variants, reps, prepare):
-    """variants: {name: (argv, cwd, env)}; each repetition runs every variant once. The order rotates between
-    repetitions, so no variant always runs after the same one, and the disk is synced before each run, so none
-    pays for the previous one's write-back."""
+    """variants: {name: (argv, cwd, env)}; each repetition runs every variant once, in its own (seeded) random
+    order, so no variant always runs first or after the same one (on a shared machine a run is slower after a
+    heavy one), and the disk is synced before each run, so none pays for the previous one's write-back."""
     samples = {name: [] for name in variants}
     cpu = {name: [] for name in variants}
     names = list(variants)
     for rep in range(reps):
-        for name in names[rep % len(names):] + names[: rep % len(names)]:
+        order = list(names)
+        random.Random(rep).shuffle(order)
+        for name in order:
             argv, cwd, env = variants[name]
             prepare(name, cwd)
             os.sync()
@@ -251,7 +254,7 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
     args = parser.parse_args(argv)
-    reps = args.reps or (1 if args.quick else 5)
+    reps = args.reps or (1 if args.quick else 7)
     sources = 6 if args.quick else 40
     null_sizes = (10,) if args.quick else (50, 200, 1000)
     incr = 10 if args.quick else 200
