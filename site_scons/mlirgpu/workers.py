@@ -53,7 +53,7 @@ class LLVMWorker:
         # The worker skips `site` (-S: its start-up, editable-install finders included, is a fifth of a
         # worker's) and gets this process's import path instead, which already holds what site would add.
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        path = dict.fromkeys([package_root] + [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)])
+        path = dict.fromkeys([package_root] + [os.path.abspath(p) for p in sys.path if p and os.path.exists(p)])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
         self.process = subprocess.Popen(
             [sys.executable, "-S", "-m", "mlirgpu.workers", self.log_path, str(LLVM_MAJOR)],

@@ -302,7 +302,10 @@ class _Translations:
                 self.flushed = True
         path = _source_path(source, absolute=True)
         run = self.runs.get(path)
-        return run.result().get(path) if run else None
+        try:
+            return run.result().get(path) if run else None
+        except Exception:  # only a head start: the compile translates, and reports, on its own
+            return None
 
 
 def _jobs():
