@@ -276,6 +276,7 @@ class _Translations:
             return
         self.stale += 1
         if self.stale <= _jobs():
+            workers.forking(_jobs() > 1)
             workers.prestart(self.stale)
         with self.lock:
             self.pending.append(path)
@@ -329,6 +330,7 @@ _TRANSLATIONS = _Translations()
 
 
 def _compile(target, source, env):
+    workers.forking(_jobs() > 1)
     obj = target[0]
     options = _options(env, target, source, with_dumps=_dump_enabled(env))
     path = _source_path(source[0])

@@ -1,0 +1,76 @@
+"""Worker processes, spawned on their own and forked from a zygote (what SCons uses with -j2 and more): same
+compiles, distinct processes, and every way a worker can end reported as the spawned one reports it."""
+import os
+import signal
+import threading
+
+import pytest
+
+from conftest import ROOT
+from mlirgpu import CompileOptions, compile_file, workers
+from mlirgpu.errors import CompileError
+
+SOURCE = os.path.join(ROOT, "tests", "corpus", "vecadd.neutral.mlir")
+OPTIONS = CompileOptions(target="nvvm", chip="sm_90", format="isa")
+
+
+@pytest.fixture(params=[False, True], ids=["spawned", "forked"])
+def forking(request):
+    workers._shutdown()
+    workers.forking(request.param)
+    yield request.param
+    workers._shutdown()
+    workers.forking(False)
+
+
+def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
+    reference = compile_file(SOURCE, OPTIONS).object_bytes
+    results, pids = [], set()
+    barrier = threading.Barrier(3)
+
+    def compile_once():
+        with workers.lease() as worker:
+            barrier.wait()  # all three leased at once: three processes
+            pids.add(worker.process.pid)
+            results.append(worker.call("compile_file", SOURCE, OPTIONS).object_bytes)
+            pids.add(worker.process.pid)  # a forked worker's pid is known once it has answered
+
+    threads = [threading.Thread(target=compile_once) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [reference] * 3
+    assert len(pids - {None}) == 3 and os.getpid() not in pids
+    if forking:
+        assert all(worker.process.zygote is workers._zygote for worker in workers._started)
+
+
+def test_killed_worker_reports_its_signal(forking):
+    with workers.lease() as worker:
+        worker.call("compile_file", SOURCE, OPTIONS)
+        os.kill(worker.process.pid, signal.SIGKILL)
+        with pytest.raises(CompileError, match=r"LLVM crashed \(signal 9\)"):
+            worker.call("compile_file", SOURCE, OPTIONS)
+        assert not worker.alive
+    assert compile_file(SOURCE, OPTIONS).object_bytes  # a new worker takes over
+
+
+def test_llvm_pairing_checked_at_worker_start(forking, monkeypatch):
+    monkeypatch.setattr(workers, "LLVM_MAJOR", 99)
+    with pytest.raises(CompileError, match=r"bundles LLVM 22, but the MLIR tools are LLVM 99: install the llvmlite "
+                                           r"release pinned in pyproject.toml"):
+        compile_file(SOURCE, OPTIONS)
+
+
+def test_workers_end_with_the_caller(forking):
+    with workers.lease() as worker:
+        worker.call("compile_file", SOURCE, OPTIONS)
+        pid = worker.process.pid
+    zygote = workers._zygote
+    workers._shutdown()
+    assert worker.process.returncode == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone, not a zombie either: reaped
+    if forking:
+        assert zygote.process.returncode == 0
