@@ -46,11 +46,12 @@ def timed(argv, cwd, env=None):
 
 
 def peak_memory(argv, cwd):
-    """Peak total resident memory (KiB) of a command's process tree (everything in its session: SCons, the LLVM
-    workers and tools, or make and the upstream tools), sampled every 10 ms in a separate, untimed run."""
+    """Peak total proportional memory (PSS, KiB) of a command's process tree (everything in its session: SCons,
+    the zygote, LLVM workers and tools; or make and the upstream tools), sampled every 10 ms in a separate,
+    untimed run. PSS splits each shared page among the processes sharing it, so forked workers and shared
+    libraries count once, not once per process as a sum of RSS would."""
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
-    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
     peak = 0
     while process.poll() is None:
         total = 0
@@ -59,11 +60,12 @@ def peak_memory(argv, cwd):
                 continue
             try:
                 with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
+                    if int(handle.read().rsplit(")", 1)[1].split()[3]) != process.pid:  # session id
+                        continue
+                with open(f"/proc/{entry}/smaps_rollup", encoding="ascii") as handle:
+                    total += next(int(line.split()[1]) for line in handle if line.startswith("Pss:"))
+            except (OSError, StopIteration, ValueError):
                 continue
-            if int(fields[3]) == process.pid:  # session id
-                total += int(fields[21]) * page_kib
         peak = max(peak, total)
         time.sleep(0.01)
     return peak
@@ -112,7 +114,7 @@ def full_builds(corpus_dir, floor_dir, reps, jobs_list):
     results = interleave(variants, reps, lambda name, cwd: clean(cwd))
     for name, (argv, cwd, _env) in variants.items():
         clean(cwd)
-        results[name]["peak_rss_kib"] = peak_memory(argv, cwd)
+        results[name]["peak_pss_kib"] = peak_memory(argv, cwd)
     return results
 
 
@@ -241,11 +243,11 @@ def ratio(a, b):
 def report(results):
     lines = []
     full = results["full"]
-    lines.append("Full build, corpus of %d sources (median s, min-max; median CPU s; peak memory of the "
+    lines.append("Full build, corpus of %d sources (median s, min-max; median CPU s; peak memory (PSS) of the "
                  "process tree)" % results["corpus_sources"])
     for name, value in full.items():
         lines.append(f"  {name:24s} {value['median']:7.2f}  ({value['min']:.2f}-{value['max']:.2f})  "
-                     f"CPU {value['cpu_median']:5.2f}  peak {value['peak_rss_kib'] / 1024:.0f} MiB")
+                     f"CPU {value['cpu_median']:5.2f}  peak {value['peak_pss_kib'] / 1024:.0f} MiB")
     lines.append(f"  ratio ours/upstream -j2: {ratio(full['ours -j2 DUMP=1'], full['upstream make -j2']):.2f}")
     if "ours -j1 DUMP=1" in full:
         lines.append(f"  ratio ours/upstream -j1: {ratio(full['ours -j1 DUMP=1'], full['upstream make -j1']):.2f}")
