@@ -168,7 +168,7 @@ class _Zygote:
         return _ForkedProcess(self, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))
 
     def wait(self, pid, timeout):
-        """Exit status of worker `pid`, or None if it still runs after `timeout` seconds (None: now)."""
+        """Exit status of worker `pid`, or None if it still runs after `timeout` seconds (None: do not wait)."""
         try:
             with self.lock:
                 self.socket.send(pickle.dumps(("wait", pid, timeout)))
@@ -212,7 +212,7 @@ class _ForkedProcess:
     def wait(self, timeout=None):
         self.read_pid()
         if self.returncode is None:
-            self.returncode = self.zygote.wait(self.pid, timeout)
+            self.returncode = self.zygote.wait(self.pid, float("inf") if timeout is None else timeout)
             if self.returncode is None:
                 raise subprocess.TimeoutExpired("mlirgpu worker", timeout)
         return self.returncode
