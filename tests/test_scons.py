@@ -125,6 +125,17 @@ def test_parallel_builds_are_identical_to_serial(tmp_path):
         assert same_tree(serial, parallel, names) == []
 
 
+def test_dumps_off_builds_the_same_objects(tmp_path):
+    """With dumps off no stage prints its module (the text is only for the dump); the objects stay the same."""
+    dumped = make_project(tmp_path / "dumped")
+    scons(dumped, "DUMP=1", "-j2")
+    plain = make_project(tmp_path / "plain")
+    scons(plain, "DUMP=0", "-j2")
+    names = [name for name in files(plain) if name.endswith((".o", ".h"))]
+    assert len(names) == 8 and not [name for name in files(plain) if ".dumps" in name]
+    assert same_tree(dumped, plain, names) == []
+
+
 @pytest.mark.parametrize("jobs", ["-j1", "-j2"])  # -j2: workers forked from a zygote
 def test_llvm_crash_fails_one_target_and_keep_going(tmp_path, jobs):
     project = make_project(tmp_path / "p")

@@ -53,15 +53,18 @@ def _target_machine(triple, chip, features, opt_level):
     )
 
 
-def start(job_id, llvm_ir, triple, chip, features, opt_level):
-    """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target."""
+def start(job_id, llvm_ir, triple, chip, features, opt_level, text=True):
+    """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target.
+
+    This and the next two stages return the module's text only when asked (`text`): it is for the dump alone,
+    and printing a module with a device library linked in costs a few milliseconds."""
     context = llvm.create_context()
     module = llvm.parse_assembly(llvm_ir, context=context)
     machine = _target_machine(triple, chip, features, opt_level)
     module.data_layout = str(machine.target_data)
     module.triple = machine.triple
     _jobs[job_id] = _Job(module, context, machine)
-    return str(module)
+    return str(module) if text else None
 
 
 def undefined_functions(job_id):
@@ -113,7 +116,7 @@ def _definition(module, name):
     return None
 
 
-def link(job_id, libraries):
+def link(job_id, libraries, text=True):
     """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize."""
     job = _jobs[job_id]
     module = job.module
@@ -136,10 +139,10 @@ def link(job_id, libraries):
             if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
                 value.linkage = "internal"
                 value.visibility = "default"
-    return str(module)
+    return str(module) if text else None
 
 
-def optimize(job_id, opt_level):
+def optimize(job_id, opt_level, text=True):
     """Stage `opt.ll`: LLVM's default per-module pipeline at O<opt_level>, as MLIR's OptUtils builds it."""
     job = _jobs[job_id]
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
@@ -149,7 +152,7 @@ def optimize(job_id, opt_level):
     tuning.slp_vectorization = True
     builder = llvm.create_pass_builder(job.machine, tuning)
     builder.getModulePassManager().run(job.module, builder)
-    return str(job.module)
+    return str(job.module) if text else None
 
 
 def emit_isa(job_id):

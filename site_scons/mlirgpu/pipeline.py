@@ -100,7 +100,8 @@ class _Context:
 
 def _stage_initial(ctx, job, llvm_ir):
     attr = job.attr
-    return ctx.llvm("start", job.id, llvm_ir, attr.triple, attr.chip, attr.features, attr.opt_level)
+    return ctx.llvm("start", job.id, llvm_ir, attr.triple, attr.chip, attr.features, attr.opt_level,
+                    bool(ctx.options.dump_dir))
 
 
 def _stage_linked(ctx, job, _):
@@ -110,11 +111,11 @@ def _stage_linked(ctx, job, _):
         if not os.path.isfile(library.path):
             raise CompileError(f"bitcode library '{library.path}' does not exist", file=job.source,
                                line=job.module.line, fix="fix the -l / link=[...] path")
-    return ctx.llvm("link", job.id, [lib.as_args() for lib in libraries])
+    return ctx.llvm("link", job.id, [lib.as_args() for lib in libraries], bool(ctx.options.dump_dir))
 
 
 def _stage_opt(ctx, job, _):
-    return ctx.llvm("optimize", job.id, job.opt_level)
+    return ctx.llvm("optimize", job.id, job.opt_level, bool(ctx.options.dump_dir))
 
 
 def _stage_isa(ctx, job, _):
