@@ -73,7 +73,14 @@ def peak_memory(argv, cwd):
 
 def summary(samples, cpu):
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples),
-            "cpu_median": statistics.median(cpu)}
+            "cpu_median": statistics.median(cpu), "samples": samples, "cpu_samples": cpu}
+
+
+def paired(a, b):
+    """Median and range of the per-repetition ratios a/b. Both ran in the same repetition, minutes apart at
+    most, so a slow spell of the machine moves both: steadier than a ratio of medians on a noisy machine."""
+    ratios = [x / y for x, y in zip(a["samples"], b["samples"]) if y]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
 
 
 def clean(project):
@@ -248,18 +255,25 @@ def report(results):
     for name, value in full.items():
         lines.append(f"  {name:24s} {value['median']:7.2f}  ({value['min']:.2f}-{value['max']:.2f})  "
                      f"CPU {value['cpu_median']:5.2f}  peak {value['peak_pss_kib'] / 1024:.0f} MiB")
-    lines.append(f"  ratio ours/upstream -j2: {ratio(full['ours -j2 DUMP=1'], full['upstream make -j2']):.2f}")
+
+    def paired_line(label, a, b, form="{:.2f}"):
+        value = paired(full[a], full[b])
+        lines.append(f"  {label}: {form.format(value['median'])} (per repetition "
+                     f"{form.format(value['min'])}-{form.format(value['max'])}; ratio of medians "
+                     f"{form.format(ratio(full[a], full[b]))})")
+
+    paired_line("ratio ours/upstream -j2", "ours -j2 DUMP=1", "upstream make -j2")
     if "ours -j1 DUMP=1" in full:
-        lines.append(f"  ratio ours/upstream -j1: {ratio(full['ours -j1 DUMP=1'], full['upstream make -j1']):.2f}")
-        lines.append(f"  speed-up -j1 -> -j2 (ours): {ratio(full['ours -j1 DUMP=1'], full['ours -j2 DUMP=1']):.2f}x")
+        paired_line("ratio ours/upstream -j1", "ours -j1 DUMP=1", "upstream make -j1")
+        paired_line("speed-up -j1 -> -j2 (ours)", "ours -j1 DUMP=1", "ours -j2 DUMP=1", "{:.2f}x")
+    dump = paired(full["ours -j2 DUMP=1"], full["ours -j2 DUMP=0"])
     dump_cpu = full["ours -j2 DUMP=1"]["cpu_median"] / full["ours -j2 DUMP=0"]["cpu_median"] - 1
-    lines.append(f"  DUMP=1 cost over DUMP=0: "
-                 f"{(ratio(full['ours -j2 DUMP=1'], full['ours -j2 DUMP=0']) - 1) * 100:+.1f}% "
-                 f"(CPU {dump_cpu * 100:+.1f}%)")
+    lines.append(f"  DUMP=1 cost over DUMP=0: {(dump['median'] - 1) * 100:+.1f}% (per repetition "
+                 f"{(dump['min'] - 1) * 100:+.1f}% to {(dump['max'] - 1) * 100:+.1f}%; CPU {dump_cpu * 100:+.1f}%)")
     ours = full["ours -j2 DUMP=1"]["median"] - full["ours -j2 DUMP=0"]["median"]
     floor = full["SCons floor -j2 DUMP=1"]["median"] - full["SCons floor -j2 DUMP=0"]["median"]
     lines.append(f"  what DUMP=1 adds: ours {ours:+.2f} s; SCons's floor for the same extra targets and files "
-                 f"{floor:+.2f} s")
+                 f"{floor:+.2f} s, {floor / full['ours -j2 DUMP=0']['median'] * 100:.1f}% of our DUMP=0 build")
     lines.append("Single-source latency (median s): ours / upstream = ratio")
     for label, value in results["latency"].items():
         lines.append(f"  {label:8s} {value['ours']['median']:.3f} / {value['upstream']['median']:.3f} = "

@@ -17,7 +17,6 @@ import contextlib
 import os
 import pickle
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -144,6 +143,8 @@ class _Zygote:
     the zygote's start-up); `wait` is answered with the exit status, as `Popen.returncode` gives it."""
 
     def __init__(self):
+        import socket  # here, not at the top: 15 ms of start-up that a lone worker does not need
+
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log_path = _new_log()
         self.process = subprocess.Popen(
@@ -155,6 +156,8 @@ class _Zygote:
         self.lock = threading.Lock()
 
     def fork(self, log_path):
+        import socket
+
         to_worker, from_us = os.pipe()
         to_us, from_worker = os.pipe()
         try:
@@ -355,6 +358,8 @@ def _serve_spawned(log_path, expected_major):
 
 def _serve_zygote(control_fd, log_path, expected_major):
     """The zygote's loop: fork a worker per `fork` request, report exit statuses on `wait` requests."""
+    import socket
+
     control = socket.socket(fileno=control_fd)
     entry_points = _boot(log_path, expected_major)
     ended = {}
