@@ -1,7 +1,8 @@
 """Worker processes: whole compiles run there, so an LLVM fatal error fails one compile instead of its caller,
 and the caller (an SCons thread) only waits, leaving its interpreter free for the other jobs.
 
-Each worker is `python -m mlirgpu.workers`, speaking length-prefixed pickles over a pipe: a request names an
+Each worker is `python -m mlirgpu.workers` (or a fork of one, below), speaking length-prefixed pickles over a
+pipe: a request names an
 entry point (`ENTRY_POINTS`) and its arguments; while it runs, the worker reports each LLVM step it starts
 (`progress`), then replies with the result or the CompileError raised. LLVM's own messages go to a private log
 file; when the worker dies, the caller raises a CompileError naming the module and stage it was in and the last
@@ -10,7 +11,8 @@ real parallelism without a start-up per compile.
 
 A build running several compiles at once (`forking(True)`) starts one booted process, the zygote, and forks
 every worker from it: one Python and LLVM start-up (about 0.15 s of CPU) instead of one per worker, at the
-moment the build itself is busiest, and the workers share the zygote's pages until they write them.
+moment the build itself is busiest, and the workers share the zygote's pages until they write them. The
+workers are the zygote's children, not the caller's: the zygote tells the caller their pids and exit statuses.
 """
 import atexit
 import contextlib
@@ -69,7 +71,7 @@ class LLVMWorker:
             _send(self.process.stdin, (function, args, os.getcwd(), dict(os.environ)))
             while True:
                 reply = _receive(self.process.stdout)
-                if reply is not None and reply[0] == "hello":  # a forked worker's first message: its pid
+                if reply is not None and reply[0] == "hello":  # a forked worker's pid, written by the zygote
                     self.process.pid = reply[1]
                     continue
                 if reply is None or reply[0] != "progress":
@@ -87,11 +89,21 @@ class LLVMWorker:
         raise CompileError(f"{what}: {value}")
 
     def _crash(self, what):
-        code = self.process.wait()
-        reason = f"signal {-code}" if code < 0 else f"exit code {code}"
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()  # a worker still running (the pipe failed on our side) ends on EOF
+        try:
+            code = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        if isinstance(code, str):  # a forked worker whose status could not be known
+            reason = code
+        else:
+            reason = f"signal {-code}" if code < 0 else f"exit code {code}"
         tail = ""
         try:
-            with open(getattr(self.process, "log_path", None) or self.log_path, encoding="utf-8", errors="replace") as log:
+            log_path = getattr(self.process, "log_path", None) or self.log_path  # the zygote's if never forked
+            with open(log_path, encoding="utf-8", errors="replace") as log:
                 lines = [line.strip() for line in log if line.strip()]
             tail = lines[-1] if lines else ""
         except OSError:
@@ -138,9 +150,9 @@ def _python_env():
 class _Zygote:
     """A booted worker process that only forks workers (and reaps them, reporting how they ended).
 
-    Requests go over a datagram-preserving Unix socket: `fork` carries the new worker's two pipe ends and is not
-    answered (the worker's first message on its own pipe is its pid, so asking for a worker never waits for
-    the zygote's start-up); `wait` is answered with the exit status, as `Popen.returncode` gives it."""
+    Requests go over a message-preserving Unix socket: `fork` carries the new worker's two pipe ends and gets no
+    answer (the zygote writes the worker's pid into the worker's own pipe, so asking for a worker never waits
+    for the zygote's start-up); `wait` is answered with the exit status, as `Popen.returncode` gives it."""
 
     def __init__(self):
         import socket  # here, not at the top: 15 ms of start-up that a lone worker does not need
@@ -153,7 +165,7 @@ class _Zygote:
         )
         theirs.close()
         self.socket = ours
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # pairs each `wait` with its answer; `fork`s are single messages
 
     def fork(self, log_path):
         import socket
@@ -161,34 +173,41 @@ class _Zygote:
         to_worker, from_us = os.pipe()
         to_us, from_worker = os.pipe()
         try:
-            with self.lock:
-                socket.send_fds(self.socket, [pickle.dumps(("fork", log_path))], [to_worker, from_worker])
+            socket.send_fds(self.socket, [pickle.dumps(("fork", log_path))], [to_worker, from_worker])
         except OSError:
-            pass  # the zygote died: the worker's pipes read as closed, and its crash report says why
+            pass  # the worker's pipes read as closed, and its crash report says why
         finally:
             os.close(to_worker)
             os.close(from_worker)
         return _ForkedProcess(self, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))
 
     def wait(self, pid, timeout):
-        """Exit status of worker `pid`, or None if it still runs after `timeout` seconds (None: do not wait)."""
+        """Exit status of worker `pid`; None while it runs after `timeout` seconds (None: do not wait)."""
         try:
             with self.lock:
                 self.socket.send(pickle.dumps(("wait", pid, timeout)))
                 return pickle.loads(self.socket.recv(4096))
-        except (OSError, EOFError, pickle.UnpicklingError):
-            return self.process.wait()
+        except (OSError, EOFError, pickle.UnpicklingError):  # the zygote is gone, and what it knew with it
+            try:
+                os.kill(pid, 0)
+                return None
+            except OSError:
+                return "exit status unknown: the process that forked it is gone"
 
     def close(self):
         self.socket.close()
-        self.process.wait()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         with contextlib.suppress(OSError):
             os.unlink(self.log_path)
 
 
 class _ForkedProcess:
-    """What LLVMWorker uses of a `Popen`, for a worker the zygote forked (not our child, so its exit status
-    comes from the zygote). Until its first message (its pid) is read, it counts as running."""
+    """What LLVMWorker uses of a `Popen`, for a worker the zygote forked. Its pid is the first message on its
+    pipe; until that is read, it counts as running."""
 
     def __init__(self, zygote, stdin, stdout):
         self.zygote = zygote
@@ -196,16 +215,19 @@ class _ForkedProcess:
         self.stdout = stdout
         self.pid = None
         self.returncode = None
-        self.log_path = None  # set when the worker was never born: the zygote's log tells why
+        self.log_path = None  # set when the worker was never forked: the zygote's log tells why
 
     def read_pid(self):
         if self.pid is None and self.returncode is None:
             hello = _receive(self.stdout)
-            if hello is None:  # the zygote died before forking us
-                self.returncode = self.zygote.process.wait()
+            if hello is not None:
+                self.pid = hello[1]
+            elif self.zygote.process.poll() is not None:  # the zygote died (at start-up: its log says why)
+                self.returncode = self.zygote.process.returncode
                 self.log_path = self.zygote.log_path
             else:
-                self.pid = hello[1]
+                self.returncode = "the zygote could not fork it"
+                self.log_path = self.zygote.log_path
 
     def poll(self):
         if self.returncode is None and self.pid is not None:
@@ -243,6 +265,8 @@ def forking(enabled):
 def _start():
     global _zygote
     if _forking and (_zygote is None or _zygote.process.poll() is not None):
+        if _zygote is not None:
+            _zygote.close()
         _zygote = _Zygote()
     worker = LLVMWorker(_zygote if _forking else None)
     _started.append(worker)
@@ -262,7 +286,10 @@ def lease():
     """A worker for one compile, taken from the idle pool or started; returned when the compile ends."""
     with _lock:
         worker = _idle.pop() if _idle else None
-    if worker is None or not worker.alive:
+    if worker is not None and not worker.alive:
+        worker.close()
+        worker = None
+    if worker is None:
         with _lock:
             worker = _start()
     try:
@@ -275,6 +302,7 @@ def lease():
 
 @atexit.register
 def _shutdown():
+    global _zygote
     with _lock:
         for worker in _idle:  # all are told first, so they wind down together
             worker.process.stdin.close()
@@ -283,6 +311,7 @@ def _shutdown():
         _started.clear()
         if _zygote is not None:
             _zygote.close()
+            _zygote = None
 
 
 class InProcessLLVM:
@@ -365,23 +394,38 @@ def _serve_zygote(control_fd, log_path, expected_major):
     ended = {}
     while True:
         try:
-            data, fds, _flags, _address = socket.recv_fds(control, 4096, 2)
+            data, fds, _flags, _address = socket.recv_fds(control, 4096, 2, socket.MSG_CMSG_CLOEXEC)
         except OSError:
             data = b""
         if not data:
             os._exit(0)  # the caller is gone; the workers end on their own when their pipes close
         request = pickle.loads(data)
-        if request[0] == "fork":
-            if os.fork() == 0:
-                try:
-                    control.close()
-                    _serve_forked(fds, request[1], entry_points)
-                finally:
-                    os._exit(1)  # never return into the zygote's loop
-            for fd in fds:
-                os.close(fd)
-        else:
+        if request[0] != "fork":
             control.send(pickle.dumps(_reap(request[1], request[2], ended)))
+            continue
+        go_read, go_write = os.pipe()  # the worker starts once its pid is in its pipe, so the pid comes first
+        try:
+            pid = os.fork()
+        except OSError as exc:  # the caller sees the worker's pipe close without a pid
+            print(f"mlirgpu zygote: cannot fork a worker: {exc}", file=sys.stderr, flush=True)
+            pid = None
+        if pid == 0:
+            try:
+                control.close()
+                os.close(go_write)
+                os.read(go_read, 1)
+                os.close(go_read)
+                _serve_forked(fds, request[1], entry_points)
+            finally:
+                os._exit(1)  # never return into the zygote's loop
+        if pid:
+            ended.pop(pid, None)  # a reused pid: the status kept for its previous owner is stale
+            data = pickle.dumps(("hello", pid), protocol=pickle.HIGHEST_PROTOCOL)
+            with contextlib.suppress(OSError):
+                os.write(fds[1], _HEADER.pack(len(data)) + data)
+            os.write(go_write, b"!")
+        for fd in fds + [go_read, go_write]:
+            os.close(fd)
 
 
 def _serve_forked(fds, log_path, entry_points):
@@ -390,7 +434,6 @@ def _serve_forked(fds, log_path, entry_points):
     os.dup2(log, 2)
     os.dup2(log, 1)
     os.close(log)
-    _send(protocol_out, ("hello", os.getpid()))
     _serve(protocol_in, protocol_out, entry_points)
 
 
