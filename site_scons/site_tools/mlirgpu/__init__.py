@@ -98,9 +98,8 @@ def _lowering_signature(target, source, env, for_signature):
 
 
 def _signature(target, source, env, for_signature):
-    """The action signature: every SIGNATURE_VARS value in one string. SCons recomputes an action's signature
-    for each target node of each object (eight or more per object with dumps), so one callable that reads the
-    variables directly replaces ten substitutions per node; values holding `$` are still substituted."""
+    """The action signature: every SIGNATURE_VARS value in one string, read directly (values holding `$` are
+    still substituted)."""
     parts = []
     for key in SIGNATURE_VARS:
         value = env.get(key, "")
@@ -112,6 +111,16 @@ def _signature(target, source, env, for_signature):
             value = env.subst_target_source("${%s}" % key, SCons.Subst.SUBST_SIG, target, source)
         parts.append(f"{key}={value}")
     return "\n".join(parts)
+
+
+class _CompileAction(SCons.Action.FunctionAction):
+    """The compile action, whose signature is the function's code plus `_signature`, computed directly. SCons
+    recomputes an action's signature for each target of an object (eight or more with dumps) and for every
+    object of a null build; through a `varlist`, each time would run SCons's substitution machinery just to
+    reach the same callable (a third of a 1000-source null build's time in our code)."""
+
+    def get_presig(self, target, source, env, executor=None):
+        return self.funccontents + _signature(target, source, env, True).encode("utf-8")
 
 
 def _as_list(value):
@@ -436,8 +445,7 @@ def generate(env):
     )
     env.SetDefault(MLIRGPU_VERSIONS=_versions(env), MLIRGPU_LOWERING=_lowering_signature)
     use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
-    env["MLIRGPU_SIGNATURE"] = _signature
-    action = SCons.Action.Action(_compile, strfunction=_describe, varlist=["MLIRGPU_SIGNATURE"])
+    action = _CompileAction(_compile, {"strfunction": _describe})
     builder = SCons.Builder.Builder(
         action=action, emitter=_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX", single_source=True,
     )
