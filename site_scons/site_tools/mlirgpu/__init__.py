@@ -328,11 +328,16 @@ def _will_build():
 
 
 def _looks_stale(source_path, targets):
+    """The targets' `stat` is SCons's own, remembered per node: its up-to-date check reuses it."""
     try:
         newest_input = os.stat(source_path).st_mtime_ns
-        return any(not os.path.exists(t.abspath) or os.stat(t.abspath).st_mtime_ns < newest_input for t in targets)
     except OSError:
         return True
+    for target in targets:
+        stat = target.stat()
+        if stat is None or stat.st_mtime_ns < newest_input:
+            return True
+    return False
 
 
 _TRANSLATIONS = _Translations()
