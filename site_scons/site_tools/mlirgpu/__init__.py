@@ -328,7 +328,8 @@ def _will_build():
 
 
 def _looks_stale(source_path, targets):
-    """The targets' `stat` is SCons's own, remembered per node: its up-to-date check reuses it."""
+    """Whether a declared file is missing or older than the source: a guess while SCons reads the build (SCons
+    itself decides what to build). A target's `stat` is SCons's own, remembered per node, so SCons reuses it."""
     try:
         newest_input = os.stat(source_path).st_mtime_ns
     except OSError:
