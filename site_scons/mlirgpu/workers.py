@@ -14,6 +14,7 @@ every worker from it: one Python and LLVM start-up (about 0.15 s of CPU) instead
 moment the build itself is busiest, and the workers share the zygote's pages until they write them. The
 workers are the zygote's children, not the caller's: the zygote tells the caller their pids and exit statuses.
 """
+import _socket  # the C module: `socket` itself costs 11 ms of start-up (here and in the zygote) for the same calls
 import atexit
 import contextlib
 import os
@@ -156,9 +157,7 @@ class _Zygote:
     for the zygote's start-up); `wait` is answered with the exit status, as `Popen.returncode` gives it."""
 
     def __init__(self):
-        import socket  # here, not at the top: 15 ms of start-up that a lone worker does not need
-
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         self.log_path = _new_log()
         self.process = subprocess.Popen(
             _python_argv("--zygote", str(theirs.fileno()), self.log_path), pass_fds=[theirs.fileno()],
@@ -169,12 +168,11 @@ class _Zygote:
         self.lock = threading.Lock()  # pairs each `wait` with its answer; `fork`s are single messages
 
     def fork(self, log_path):
-        import socket
-
         to_worker, from_us = os.pipe()
         to_us, from_worker = os.pipe()
         try:
-            socket.send_fds(self.socket, [pickle.dumps(("fork", log_path))], [to_worker, from_worker])
+            self.socket.sendmsg([pickle.dumps(("fork", log_path))],
+                               [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("2i", to_worker, from_worker))])
         except OSError:
             pass  # the worker's pipes read as closed, and its crash report says why
         finally:
@@ -384,18 +382,18 @@ def _serve_spawned(log_path, expected_major):
 
 def _serve_zygote(control_fd, log_path, expected_major):
     """The zygote's loop: fork a worker per `fork` request, report exit statuses on `wait` requests."""
-    import socket
-
-    control = socket.socket(fileno=control_fd)
+    control = _socket.socket(fileno=control_fd)
     entry_points = _boot(log_path, expected_major)
     ended = {}
     while True:
         try:
-            data, fds, _flags, _address = socket.recv_fds(control, 4096, 2, socket.MSG_CMSG_CLOEXEC)
+            data, ancillary, _flags, _address = control.recvmsg(4096, _socket.CMSG_SPACE(2 * 4),
+                                                                 _socket.MSG_CMSG_CLOEXEC)
         except OSError:
             data = b""
         if not data:
             os._exit(0)  # the caller is gone; the workers end on their own when their pipes close
+        fds = _passed_fds(ancillary)
         request = pickle.loads(data)
         if request[0] != "fork":
             control.send(pickle.dumps(_reap(request[1], request[2], ended)))
@@ -423,6 +421,15 @@ def _serve_zygote(control_fd, log_path, expected_major):
             os.write(go_write, b"!")
         for fd in fds + [go_read, go_write]:
             os.close(fd)
+
+
+def _passed_fds(ancillary):
+    """The file descriptors an SCM_RIGHTS message carried."""
+    fds = []
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
+    return fds
 
 
 def _serve_forked(fds, log_path, entry_points):
