@@ -14,9 +14,9 @@ def no_llvm(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("MLIR_BIN", raising=False)
     monkeypatch.delenv("LLVM_BIN", raising=False)
-    toolchain.llvm_tool.cache_clear()
+    toolchain.forget()
     yield
-    toolchain.llvm_tool.cache_clear()
+    toolchain.forget()
 
 
 @pytest.mark.parametrize("tool,package", [("mlir-opt", "mlir-22-tools"), ("ld.lld", "lld-22"),
@@ -32,11 +32,11 @@ def test_mlir_bin_overrides(monkeypatch, tmp_path):
     fake.write_text("#!/bin/sh\necho 'LLVM version 22.1.0'\n")
     fake.chmod(0o755)
     monkeypatch.setenv("MLIR_BIN", str(tmp_path))
-    toolchain.llvm_tool.cache_clear()
+    toolchain.forget()
     try:
         assert toolchain.llvm_tool("mlir-opt") == str(fake)
     finally:
-        toolchain.llvm_tool.cache_clear()
+        toolchain.forget()
 
 
 def test_cuda_root_needs_ptxas_and_libdevice(monkeypatch, tmp_path):

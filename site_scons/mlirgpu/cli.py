@@ -105,7 +105,7 @@ def _compile(args):
         result = compile_to_object(args.input, args.output, options, translated)
     except CompileError as exc:
         for stale in (args.output, options.header, options.depfile):
-            if stale:
+            if stale and os.path.realpath(stale) != os.path.realpath(args.input):
                 remove_quietly(stale)  # an old file must not pass for the result of this compile
         print(f"mlirgpu: {exc}", file=sys.stderr)
         if args.verbose and exc.detail:

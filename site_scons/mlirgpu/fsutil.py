@@ -1,12 +1,40 @@
 """Atomic file writes: a temp file in the destination's folder, then `os.replace`.
 
 A build interrupted at any point leaves either the old file or the new one, never a truncated file that a build
-system would take as up to date.
+system would take as up to date. A temp file is named after its destination (`.NAME.mlirgpu-tmp-XXXXXXXX`), so
+the next build writing NAME removes what an interrupted one left (`remove_stale_temps`). New files get the
+permissions the user's umask allows (0666 minus the umask), as `open()` would give them.
 """
 import os
-import tempfile
+import secrets
 
 from .errors import CompileError
+
+TEMP_MARK = ".mlirgpu-tmp-"
+
+
+def _read_umask():
+    """The process umask, read without changing it where Linux tells it (`os.umask` sets it, which other
+    threads creating files at that moment would see)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_read_umask()
+
+
+def temp_name(path):
+    """A fresh temp file name beside `path`, recognisable as a leftover of a write to `path`."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}{TEMP_MARK}{secrets.token_hex(4)}")
 
 
 def write_atomic(path, data):
@@ -14,26 +42,24 @@ def write_atomic(path, data):
     if isinstance(data, str):
         data = data.encode("utf-8")
     folder = os.path.dirname(os.path.abspath(path))
+    tmp = temp_name(os.path.join(folder, os.path.basename(path)))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+            fd = os.open(tmp, flags, FILE_MODE)
         except FileNotFoundError:  # the folder is made only when missing: a compile writes many files into one
             os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+            fd = os.open(tmp, flags, FILE_MODE)
     except OSError as exc:
         blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
         reason = f"'{blocker}' is not a folder" if blocker else exc.strerror
         raise CompileError(f"cannot write '{path}': {reason}", fix="choose a writable output location") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
-            os.fchmod(fd, 0o644)
             handle.write(data)
         os.replace(tmp, path)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        remove_quietly(tmp)
         raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="free disk space or make it writable") from exc
 
 
@@ -52,3 +78,24 @@ def remove_quietly(path):
         os.unlink(path)
     except OSError:
         pass
+
+
+def remove_stale_temps(paths, whole_folders=()):
+    """Remove temp files that interrupted writes of `paths` left, and every leftover temp file in
+    `whole_folders` (folders only we write, such as a dump folder). One listing per folder."""
+    wanted = {}
+    for path in paths:
+        folder, name = os.path.split(os.path.abspath(path))
+        wanted.setdefault(folder, set()).add(name)
+    for folder in whole_folders:
+        wanted[os.path.abspath(folder)] = None
+    for folder, names in wanted.items():
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.startswith(".") or TEMP_MARK not in entry:
+                continue
+            if names is None or entry[1:].rsplit(TEMP_MARK, 1)[0] in names:
+                remove_quietly(os.path.join(folder, entry))

@@ -8,13 +8,13 @@ flags are kept whole). Reduced libraries are cached in the worker and on disk, k
 the closure, so builds after the first parse only a few kilobytes per module.
 """
 import hashlib
-import json
 import os
 import re
-import tempfile
 
 import llvmlite
 import llvmlite.binding as llvm
+
+from . import store
 
 _DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[\w.$\-]+)\(')
 _GLOBAL = re.compile(r'^@("(?:[^"\\]|\\.)*"|[\w.$\-]+) = (.*)$')
@@ -24,37 +24,15 @@ _libraries = {}
 
 
 def cache_dir():
-    """Where reduced libraries are kept: `<cache root>/libraries` (see toolchain.cache_root)."""
-    from .toolchain import cache_root
-
-    return os.path.join(cache_root(), "libraries")
-
-
-def _read_cache(name):
-    try:
-        with open(os.path.join(cache_dir(), name), "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def _write_cache(name, data):
-    try:
-        os.makedirs(cache_dir(), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_dir(), prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, os.path.join(cache_dir(), name))
-    except OSError:
-        pass  # the cache only saves time
+    """Where reduced libraries are kept: `<cache root>/libraries` (see store.cache_root)."""
+    return os.path.join(store.cache_root(), "libraries")
 
 
 class Library:
     """One library file as one recipe (named metadata to erase, triple and data layout to set) prepares it."""
 
-    def __init__(self, path, strip_named, triple, data_layout):
-        with open(path, "rb") as handle:
-            self.data = handle.read()
+    def __init__(self, data, strip_named, triple, data_layout):
+        self.data = data
         self.strip_named = tuple(strip_named)
         self.triple = triple
         self.data_layout = data_layout
@@ -109,13 +87,16 @@ class Library:
         library to know what a module's declarations reach."""
         if self._graph is None:
             name = f"{self.recipe}.graph.json"
-            cached = _read_cache(name)
-            if cached is not None:
-                self._graph = {k: (set(v[0]), v[1]) for k, v in json.loads(cached).items()}
-            else:
+            cached = store.read_json(os.path.join(cache_dir(), name))
+            try:
+                self._graph = {k: (set(v[0]), bool(v[1])) for k, v in cached.items()}
+            except (AttributeError, TypeError, ValueError, IndexError):  # missing, or not what we write
+                self._graph = None
+            if self._graph is None:
                 self._index()
                 self._graph = {k: (refs, appending) for k, (_f, _l, refs, appending) in self._defs.items()}
-                _write_cache(name, json.dumps({k: [sorted(v[0]), v[1]] for k, v in self._graph.items()}).encode())
+                store.write_json(os.path.join(cache_dir(), name),
+                                 {k: [sorted(v[0]), v[1]] for k, v in self._graph.items()})
         return self._graph
 
     def closure(self, declared):
@@ -137,10 +118,10 @@ class Library:
         if key in self._reduced:
             return self._reduced[key]
         name = hashlib.sha256(f"{self.recipe}:{','.join(sorted(key[1]))}".encode()).hexdigest() + ".bc"
-        data = _read_cache(name)
+        data = store.read_bytes(os.path.join(cache_dir(), name))
         if data is None:
             data = self._build_reduced(key[1])
-            _write_cache(name, data)
+            store.write_bytes(os.path.join(cache_dir(), name), data)
         self._reduced[key] = data
         return data
 
@@ -161,10 +142,13 @@ class Library:
 
 
 def load(path, context, strip_named, triple, data_layout, declared):
-    """The library at `path`, reduced to what `declared` (names the destination declares) reaches."""
-    stat = os.stat(path)
-    key = (path, stat.st_mtime_ns, stat.st_size, tuple(strip_named), triple, data_layout)
+    """The library at `path`, reduced to what `declared` (names the destination declares) reaches.
+
+    Known libraries are recognised by their content (read on every use: a worker lives across edits)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    key = (hashlib.sha256(data).digest(), tuple(strip_named), triple, data_layout)
     library = _libraries.get(key)
     if library is None:
-        library = _libraries[key] = Library(path, strip_named, triple, data_layout)
+        library = _libraries[key] = Library(data, strip_named, triple, data_layout)
     return llvm.parse_bitcode(library.reduced(declared), context=context)

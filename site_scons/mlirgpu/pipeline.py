@@ -26,7 +26,7 @@ from . import source as sources
 from . import process, toolchain, workers
 from .embed import Embedded
 from .errors import CompileError, CompileWarning
-from .fsutil import write_atomic
+from .fsutil import remove_quietly, remove_stale_temps, write_atomic
 from .naming import c_name, file_stem, job_names
 from .options import FORMATS, LAYOUTS
 
@@ -79,6 +79,7 @@ class _Context:
         self.worker = worker
         self.scratch = scratch
         self.dumps = []
+        self.dump_hashes = {}  # dump path -> sha256, for the record (not the record itself)
         self.dependencies = []  # files whose change changes the output: libraries here, tools via process
         self.timings = {}
         self.job = None
@@ -300,6 +301,34 @@ def dump_names(module_name, attrs, options, host_code):
 
 
 HOST_DUMP = "host.ll"
+RECORD_DUMP = "mlirgpu.json"
+
+
+def planned_dumps(modules, options, host_code):
+    """Every file name (with the dump prefix) a compile of `modules` writes into the dump folder, in order."""
+    names = []
+    for module in modules:
+        names += dump_names(module.name, module.targets, options, host_code)
+    names += ([HOST_DUMP] if host_code else []) + [RECORD_DUMP]
+    return [options.dump_prefix + name for name in names]
+
+
+def check_output_roles(source, output, options, dump_names_):
+    """Refuse, before anything runs, outputs that would overwrite the input or each other: `-o` equal to the
+    source, a header or depfile equal to the object, a dump equal to any of them, one path in two roles."""
+    roles = [("the input", source), ("the output object (-o)", output), ("the header", options.header),
+             ("the depfile", options.depfile)]
+    if options.dump_dir:
+        roles += [(f"the dump {name}", os.path.join(options.dump_dir, name)) for name in dump_names_]
+    seen = {}
+    for role, path in roles:
+        if not path:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise CompileError(f"{role} and {seen[key]} are the same file '{path}'", file=source,
+                               fix="give each output its own path")
+        seen[key] = role
 
 
 def _gpu_binary(module, jobs, outputs, options):
@@ -340,8 +369,10 @@ def _dump(ctx, name, data):
     if ctx.options.dump_dir:
         started = time.perf_counter()
         path = os.path.join(ctx.options.dump_dir, ctx.options.dump_prefix + name)
+        data = data.encode("utf-8") if isinstance(data, str) else data
         write_atomic(path, data)
         ctx.dumps.append(path)
+        ctx.dump_hashes[path] = hashlib.sha256(data).hexdigest()
         ctx.timings["dumps"] = ctx.timings.get("dumps", 0.0) + time.perf_counter() - started
 
 
@@ -436,18 +467,18 @@ def _in_worker(entry, *args):
         return worker.call(entry, *args, what=f"{args[0]}", where=(args[0], None))
 
 
-def compile_here(source, options, translated=None):
+def compile_here(source, options, translated=None, output=None):
     """`compile_file` in this process, which must be a worker (LLVM runs here)."""
     token = process.tool_stats.set({})
     try:
-        result = _compile(source, options, translated)
+        result = _compile(source, options, translated, output)
         result.tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
     return result
 
 
-def _compile(source, options, translated=None):
+def _compile(source, options, translated=None, output=None):
     check_options(source, options)
     timings = {}
     started = time.perf_counter()
@@ -456,9 +487,11 @@ def _compile(source, options, translated=None):
     loaded = direct_source(source, options) or sources.load(source, options)
     warnings = _check_layout(loaded, options)
     jobs = plan(loaded.modules, source, options)
+    check_output_roles(source, output, options, planned_dumps(loaded.modules, options, loaded.has_host_code))
     timings["split"] = time.perf_counter() - started
     if options.dump_dir:
         _prepare_dump_dir(options.dump_dir, source)
+        remove_stale_temps([], whole_folders=[options.dump_dir])
     started = time.perf_counter()
     caller_tools = []  # tools run for this compile outside this process
     try:
@@ -502,24 +535,48 @@ def _compile(source, options, translated=None):
     header = embed.header(binaries, options.layout, options.section, source_name,
                           "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
     if options.dump_dir:
-        _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dumps, warnings))
+        record_name = options.dump_prefix + RECORD_DUMP
+        _remove_stale_dumps(options.dump_dir, record_name, ctx.dumps, project_path(source))
+        _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dump_hashes, warnings, obj))
         timings["dumps"] = ctx.timings["dumps"]
     tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
-    dependencies = [source] + sorted(set(ctx.dependencies)) + tools + [_llvmlite_library()]
+    dependencies = [source] + sorted(set(ctx.dependencies)) + tools + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=ctx.dumps, timings=timings, binaries=binaries,
                          header=header, warnings=warnings, dependencies=dependencies)
 
 
-RECORD_DUMP = "mlirgpu.json"
+def _remove_stale_dumps(folder, record_name, written, source):
+    """Remove the files the previous compile of the same source listed in its record that this compile does
+    not write (another target or chip), so a dump folder holds what its record lists. Only plain names inside
+    the folder count; a record of another source (a folder shared without --dump-prefix) is left alone."""
+    try:
+        with open(os.path.join(folder, record_name), encoding="utf-8") as handle:
+            record = json.load(handle)
+        previous = record["dumps"] if record.get("source") == source else []
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return
+    keep = {os.path.basename(path) for path in written} | {record_name}
+    for name in previous if isinstance(previous, list) else []:
+        if isinstance(name, str) and name == os.path.basename(name) and name not in keep and \
+                name not in ("", ".", "..") and not name.startswith("."):
+            remove_quietly(os.path.join(folder, name))
 
 
-def _record(source, options, jobs, binaries, dumps, warnings):
-    """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these)."""
+def project_path(path):
+    """`path` relative to the folder the compile runs in (the project), never absolute: records and reports
+    are shared between machines and checkouts."""
+    return os.path.relpath(os.path.abspath(path)).replace(os.sep, "/")
+
+
+def _record(source, options, jobs, binaries, dump_hashes, warnings, obj):
+    """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these). Every
+    file is listed with its sha256, so a copy restored from a cache can be checked."""
     folder = options.dump_dir
     record = {
         "schema": "scons-mlir-gpu/object-record",
         "version": 1,
-        "source": source,
+        "source": project_path(source),
+        "object": {"size": len(obj), "sha256": hashlib.sha256(obj).hexdigest()},
         "options": {"format": options.format, "layout": options.layout, "section": options.section,
                     "target": options.target, "chip": options.chip, "features": options.features,
                     "opt_level": options.opt_level, "host_code": options.host_code, "opts": options.opts},
@@ -536,7 +593,8 @@ def _record(source, options, jobs, binaries, dumps, warnings):
              "size": len(item.data), "sha256": hashlib.sha256(item.data).hexdigest()}
             for item in binaries
         ],
-        "dumps": sorted(os.path.relpath(path, folder) for path in dumps),
+        "dumps": sorted(os.path.relpath(path, folder) for path in dump_hashes),
+        "sha256": {os.path.relpath(path, folder): digest for path, digest in sorted(dump_hashes.items())},
         "dump_prefix": options.dump_prefix,
         "warnings": [str(warning) for warning in warnings],
     }
@@ -556,13 +614,6 @@ def _profile(source, result, tools, started, seconds):
         handle.write(line + "\n")
 
 
-def _llvmlite_library():
-    """The LLVM the stages ran in (a dependency: a different llvmlite can produce different code)."""
-    import llvmlite.binding.ffi
-
-    return os.path.abspath(llvmlite.binding.ffi.lib._name)
-
-
 def make_depfile(output, dependencies):
     """A Make-style depfile (`output: deps`), as Ninja's and Meson's `depfile` read it."""
     def escape(path):
@@ -574,7 +625,8 @@ def make_depfile(output, dependencies):
 def compile_to_object_here(source, output, options, translated=None):
     """`compile_to_object` in this process, which must be a worker."""
     started, wall = time.perf_counter(), time.time()
-    result = compile_here(source, options, translated)
+    remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
+    result = compile_here(source, options, translated, output)
     tools = result.tools
     write_atomic(output, result.object_bytes)
     if options.header:

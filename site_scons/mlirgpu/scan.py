@@ -9,15 +9,16 @@ and the compile itself checks that what it wrote is what was declared.
 """
 import atexit
 import bisect
-import json
+import hashlib
 import os
 import re
 from dataclasses import dataclass
 
 from . import source as sources
+from . import store
 from .attrs import matching_close, parse_parameters
 from .errors import CompileError
-from .pipeline import HOST_DUMP, RECORD_DUMP, check_options, dump_names, plan
+from .pipeline import check_options, plan, planned_dumps
 from .targets import TARGETS, target_for_attribute
 
 
@@ -220,73 +221,70 @@ def _with_build_targets(modules, options):
 
 
 class _ScanCache:
-    """Scans remembered per file version, in this process and, when a build tool names a file for it
-    (`use_cache_file`, one per project), across runs: a null build of many sources then reads one file instead
-    of every source."""
+    """Scans remembered per file content, in this process and, when a build tool names a file for it
+    (`use_cache_file`, one per project), across runs: a null build of many sources then reads and hashes each
+    source instead of scanning it. Keys are hashes of the bytes, never timestamps, so an edit that keeps the
+    size and modification time (`cp -p`, `rsync -a`, `tar x`, clock skew) is seen. A damaged or foreign-shaped
+    cache file or entry is a miss."""
+
+    KEEP_UNUSED = 2000  # entries not used in this run that are kept (another build may still want them)
 
     def __init__(self):
         self.memory = {}
         self.stored = None
+        self.used = set()
         self.dirty = False
         self.path = None
 
     def _load(self):
-        self.stored = {}
-        if not self.path:
-            return
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                self.stored = json.load(handle)
-        except (OSError, ValueError):
-            pass
+        stored = store.read_json(self.path) if self.path else None
+        self.stored = stored if isinstance(stored, dict) else {}
+        atexit.register(self.save)
 
     def get(self, key):
         if key in self.memory:
             return self.memory[key]
         if self.stored is None:
             self._load()
-            atexit.register(self.save)
-        entry = self.stored.get("|".join(map(str, key)))
+        entry = self.stored.get(key)
         if entry is None:
             return None
-        modules = [ScannedModule(m["name"], tuple(sources.TargetAttr(target_for_attribute(t[0]), t[1], t[2])
-                                                  for t in m["targets"]), m["start"], m["end"], m["handler"])
-                   for m in entry["modules"]]
-        self.memory[key] = (modules, entry["lowering"], entry["host"])
-        return self.memory[key]
+        try:
+            modules = [ScannedModule(m["name"], tuple(_stored_target(*t) for t in m["targets"]), m["start"],
+                                     m["end"], m["handler"]) for m in entry["modules"]]
+            value = (modules, bool(entry["lowering"]), bool(entry["host"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+        self.used.add(key)
+        self.memory[key] = value
+        return value
 
     def put(self, key, value):
         self.memory[key] = value
         modules, lowering, host = value
         if self.stored is None:
             self._load()
-            atexit.register(self.save)
-        self.stored["|".join(map(str, key))] = {
+        self.stored[key] = {
             "modules": [{"name": m.name, "start": m.start, "end": m.end, "handler": m.handler,
                          "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]} for m in modules],
             "lowering": lowering, "host": host}
+        self.used.add(key)
         self.dirty = True
 
     def save(self):
         if not self.dirty or not self.path:
             return
-        entries = {k: v for k, v in self.stored.items() if _current(k)}  # only files as they are now
-        try:
-            from .fsutil import write_atomic
-
-            write_atomic(self.path, json.dumps(entries, sort_keys=True))
-        except Exception:  # the cache only saves time; never fail a build for it
-            pass
+        unused = [key for key in self.stored if key not in self.used][-self.KEEP_UNUSED:]
+        entries = {key: self.stored[key] for key in unused + sorted(self.used) if key in self.stored}
+        store.write_json(self.path, entries)
         self.dirty = False
 
 
-def _current(key):
-    path, mtime, size = key.rsplit("|", 2)
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return False
-    return str(stat.st_mtime_ns) == mtime and str(stat.st_size) == size
+def _stored_target(attribute, text, params):
+    target = target_for_attribute(attribute)
+    if target is None or not isinstance(text, str) or not isinstance(params, dict):
+        raise ValueError("not a scan entry")
+    return sources.TargetAttr(target, text, params)
 
 
 _scans = _ScanCache()
@@ -297,20 +295,41 @@ def use_cache_file(path):
     _scans.path = path
 
 
-def scan_file(path):
-    """`fast_scan` of a file plus whether it has host code, remembered per file version (the SCons tool asks
-    on every run and for every target's signature)."""
+def read_text(path):
+    """A source's text and the hash of its bytes."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+
+
+_digests = {}
+
+
+def _content_digest(path):
+    """The hash of a file's bytes, read once per file version in this process (a version is told by inode and
+    change time, which no copy or unpacking tool can keep)."""
     stat = os.stat(path)
-    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    found = _scans.get(key)
+    key = (os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if key not in _digests:
+        _digests[key] = read_text(path)[1]
+    return _digests[key]
+
+
+def scan_file(path):
+    """`fast_scan` of a file plus whether it has host code, remembered per file content (the SCons tool asks
+    on every run and for every target's signature)."""
+    digest = _content_digest(path)
+    found = _scans.get(digest)
+    if found is not None:
+        return found
+    text, digest = read_text(path)
+    found = _scans.get(digest)
     if found is None:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
         structure = _structure(text)
         modules, lowering = fast_scan(text, structure)
         host = sources.has_host_code(structure[1])
         found = (modules, lowering, host)
-        _scans.put(key, found)
+        _scans.put(digest, found)
     return found
 
 
@@ -336,11 +355,7 @@ def planned_outputs(path, options):
         except CompileError:
             return []
         modules, host = loaded.modules, loaded.has_host_code
-    names = []
-    for module in modules:
-        names += dump_names(module.name, module.targets, options, host)
-    names += ([HOST_DUMP] if host else []) + [RECORD_DUMP]
-    return [options.dump_prefix + name for name in names]
+    return planned_dumps(modules, options, host)
 
 
 def uses_build_target(path):

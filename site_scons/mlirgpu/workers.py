@@ -138,7 +138,21 @@ def _new_log():
 
 
 def _python_argv(*args):
-    return [sys.executable, "-S", "-m", "mlirgpu.workers", *args, str(LLVM_MAJOR)]
+    return [sys.executable, "-S", "-m", "mlirgpu.workers", *args, str(LLVM_MAJOR), str(os.getpid())]
+
+
+def die_with_parent(parent_pid):
+    """Have the kernel kill this process when its parent dies (Linux `PR_SET_PDEATHSIG`), so no worker of a
+    killed build (`kill -9` of the build alone, not its group) writes into the tree after a new build has begun.
+    A parent already gone by now ends this process at once. Elsewhere the pipe EOF ends an idle worker."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def _python_env():
@@ -371,8 +385,9 @@ def _serve(protocol_in, protocol_out, entry_points):
         _send(protocol_out, reply)
 
 
-def _serve_spawned(log_path, expected_major):
+def _serve_spawned(log_path, expected_major, parent_pid):
     """A worker started on its own: the protocol is on its stdin and stdout."""
+    die_with_parent(parent_pid)
     protocol_out = os.fdopen(os.dup(1), "wb")
     protocol_in = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -380,8 +395,10 @@ def _serve_spawned(log_path, expected_major):
     _serve(protocol_in, protocol_out, _boot(log_path, expected_major))
 
 
-def _serve_zygote(control_fd, log_path, expected_major):
+def _serve_zygote(control_fd, log_path, expected_major, parent_pid):
     """The zygote's loop: fork a worker per `fork` request, report exit statuses on `wait` requests."""
+    die_with_parent(parent_pid)
+    zygote_pid = os.getpid()
     control = _socket.socket(fileno=control_fd)
     entry_points = _boot(log_path, expected_major)
     ended = {}
@@ -406,6 +423,7 @@ def _serve_zygote(control_fd, log_path, expected_major):
             pid = None
         if pid == 0:
             try:
+                die_with_parent(zygote_pid)
                 control.close()
                 os.close(go_write)
                 os.read(go_read, 1)
@@ -464,6 +482,6 @@ if __name__ == "__main__":
     from mlirgpu import workers as _package_module
 
     if sys.argv[1] == "--zygote":
-        _package_module._serve_zygote(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        _package_module._serve_zygote(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:
-        _package_module._serve_spawned(sys.argv[1], int(sys.argv[2]))
+        _package_module._serve_spawned(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

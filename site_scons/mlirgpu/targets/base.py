@@ -60,7 +60,7 @@ class Target:
 @functools.lru_cache(maxsize=None)
 def _processors(triple):
     """The processor names LLVM accepts for `triple` (from `llvm-mc -mcpu=help`)."""
-    text = toolchain.cached_tool_output(toolchain.llvm_tool("llvm-mc"), (f"--triple={triple}", "-mcpu=help")) or ""
+    text = toolchain.tool_output(toolchain.llvm_tool("llvm-mc"), (f"--triple={triple}", "-mcpu=help")) or ""
     section = text.split("Available CPUs for this target:", 1)[-1].split("Available features", 1)[0]
     return tuple(re.findall(r"^\s+(\S+)\s+- ", section, re.M))
 
