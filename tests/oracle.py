@@ -38,10 +38,11 @@ def run_mlir_opt(args, cwd=None):
     return result.stdout
 
 
-def upstream_objects(path, fmt, toolkit, pipeline=None):
+def upstream_objects(path, fmt, toolkit, pipeline=None, opts="", libs=()):
     """[(target attribute text, object bytes)] in module order, as upstream serializes them.
 
-    fmt: isa | bin | fatbin | llvm. With `pipeline`, the file is first lowered with that pass pipeline.
+    fmt: isa | bin | fatbin | llvm. With `pipeline`, the file is first lowered with that pass pipeline. `opts`
+    and `libs` are the pass's `opts` and `l` options.
     """
     source = path
     if pipeline:
@@ -49,7 +50,12 @@ def upstream_objects(path, fmt, toolkit, pipeline=None):
         source = path + ".lowered.mlir"
         with open(source, "w", encoding="utf-8") as handle:
             handle.write(lowered)
-    printed = run_mlir_opt([source, f"--gpu-module-to-binary=format={fmt} toolkit={toolkit}"])
+    options = f"format={fmt} toolkit={toolkit}"
+    if opts:  # a value in double quotes keeps them (upstream strips one pair itself); else single quotes
+        options += f" opts={opts}" if opts.startswith('"') else f" opts='{opts}'"
+    if libs:
+        options += " l=" + ",".join(libs)
+    printed = run_mlir_opt([source, f"--gpu-module-to-binary={options}"])
     return [(target, decode(body)) for target, _kind, body in _OBJECT.findall(printed)]
 
 

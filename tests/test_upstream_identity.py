@@ -3,35 +3,75 @@
 For every corpus file, chip (sm_80, sm_90, gfx90a, gfx942) and O level (0, 3): the ISA, cubin, fatbin and HSACO
 we dump equal upstream's `format=isa|bin|fatbin` objects byte for byte, and our `opt.ll` equals upstream's
 `format=llvm` bitcode (both printed by llvm-dis).
+
+A corpus file may narrow or widen its cases with comment lines at its top:
+  // identity-chips: gfx942            only these chips (files without @CHIP@ run once per O level)
+  // identity-variant: NAME opts=TEXT  also compile with gpu-module-to-binary's `opts` (our --opts)
+  // identity-variant: NAME l=FILE     also link FILE (upstream's `l`, our -l); @DATA@ as in the module
+`@DATA@` is the folder of bitcode built from tests/corpus/data/*.ll.
 """
 import glob
 import os
+import re
+import subprocess
 
 import pytest
 
 import oracle
 from conftest import CORPUS, instantiate
-from mlirgpu import CompileOptions, compile_file
+from mlirgpu import CompileOptions, compile_file, toolchain
 
 CHIPS = {"nvvm": ("sm_80", "sm_90"), "rocdl": ("gfx90a", "gfx942")}
 FORMATS = {"nvvm": ("isa", "bin", "fatbin"), "rocdl": ("isa", "bin")}
 LEVELS = (0, 3)
 
 
+def _directives(path):
+    chips, variants = None, [("default", "", ())]
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("//"):
+                break
+            match = re.match(r"// identity-chips: (.*)$", line)
+            if match:
+                chips = tuple(match.group(1).split())
+            match = re.match(r"// identity-variant: (\S+) (opts|l)=(.*)$", line)
+            if match:
+                name, kind, value = match.groups()
+                variants.append((name, value, ()) if kind == "opts" else (name, "", (value,)))
+    return chips, variants
+
+
 def _cases():
     for path in sorted(glob.glob(os.path.join(CORPUS, "*.mlir"))):
         name = os.path.basename(path)
         family = name.split(".")[-2]
+        with open(path, encoding="utf-8") as handle:
+            fixed = "@CHIP@" not in handle.read()
+        chips, variants = _directives(path)
         for level in LEVELS:
-            if family == "neutral":
-                for target, chips in CHIPS.items():
-                    for chip in chips:
-                        yield pytest.param(path, target, chip, level, id=f"{name}-{chip}-O{level}")
-            elif ".multi." in name:
-                yield pytest.param(path, family, "", level, id=f"{name}-O{level}")
-            else:
-                for chip in CHIPS[family]:
-                    yield pytest.param(path, family, chip, level, id=f"{name}-{chip}-O{level}")
+            for variant, opts, libs in variants:
+                label = "" if variant == "default" else f"-{variant}"
+                if family == "neutral":
+                    for target, target_chips in CHIPS.items():
+                        for chip in chips or target_chips:
+                            yield pytest.param(path, target, chip, level, opts, libs,
+                                               id=f"{name}-{chip}-O{level}{label}")
+                elif fixed:
+                    yield pytest.param(path, family, "", level, opts, libs, id=f"{name}-O{level}{label}")
+                else:
+                    for chip in chips or CHIPS[family]:
+                        yield pytest.param(path, family, chip, level, opts, libs, id=f"{name}-{chip}-O{level}{label}")
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    """tests/corpus/data/*.ll as bitcode (llvm-as), for `link = [...]` and -l."""
+    folder = tmp_path_factory.mktemp("data")
+    for source in glob.glob(os.path.join(CORPUS, "data", "*.ll")):
+        target = folder / (os.path.splitext(os.path.basename(source))[0] + ".bc")
+        subprocess.run([toolchain.llvm_tool("llvm-as"), source, "-o", str(target)], check=True)
+    return str(folder)
 
 
 def _pipeline(target, chip, level):
@@ -46,29 +86,34 @@ def _read(path):
         return handle.read()
 
 
-@pytest.mark.parametrize("path,target,chip,level", list(_cases()))
-def test_matches_upstream(path, target, chip, level, tmp_path, cuda_root, rocm_root):
+@pytest.mark.parametrize("path,target,chip,level,opts,libs", list(_cases()))
+def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root, data_dir):
     toolkit = cuda_root if target == "nvvm" else rocm_root
     source = instantiate(path, tmp_path / os.path.basename(path), chip, level)
+    with open(source, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(source, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("@DATA@", data_dir))
+    libs = tuple(lib.replace("@DATA@", data_dir) for lib in libs)
     neutral = path.endswith(".neutral.mlir")
     dumps = tmp_path / "dumps"
     ours_format = "fatbin" if target == "nvvm" else "bin"
     options = CompileOptions(format=ours_format, toolkit=toolkit, dump_dir=str(dumps),
                              target=target if neutral else "", chip=chip if neutral else "",
-                             opt_level=level if neutral else None)
+                             opt_level=level if neutral else None, opts=opts, link_libs=libs)
     result = compile_file(source, options)
     stems = [job.stem for job in result.jobs]
     pipeline = _pipeline(target, chip, level) if neutral else None
 
     suffix = {"isa": "isa", "bin": "cubin" if target == "nvvm" else "hsaco", "fatbin": "fatbin"}
     for fmt in FORMATS[target]:
-        upstream = oracle.upstream_objects(source, fmt, toolkit, pipeline)
+        upstream = oracle.upstream_objects(source, fmt, toolkit, pipeline, opts=opts, libs=libs)
         assert len(upstream) == len(stems), f"{fmt}: upstream made {len(upstream)} objects, we {len(stems)}"
         for stem, (attr, blob) in zip(stems, upstream):
             ours = _read(dumps / f"{stem}.{suffix[fmt]}")
             assert ours == blob, f"{stem}.{suffix[fmt]} differs from upstream format={fmt} for {attr}"
 
-    upstream = oracle.upstream_objects(source, "llvm", toolkit, pipeline)
+    upstream = oracle.upstream_objects(source, "llvm", toolkit, pipeline, opts=opts, libs=libs)
     for stem, (attr, bitcode) in zip(stems, upstream):
         theirs = oracle.strip_module_id(oracle.disassemble(bitcode, tmp_path, stem))
         ours = oracle.strip_module_id(oracle.normalised_ir(str(dumps / f"{stem}.opt.ll"), tmp_path))

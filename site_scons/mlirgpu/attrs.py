@@ -72,7 +72,7 @@ def _value(tokens):
             items.append(_value(tokens))
             if tokens.peek()[1] == ",":
                 tokens.take(",")
-        tokens.take("]", re.S)
+        tokens.take("]")
         return items
     if text == "{":
         return _dictionary_rest(tokens)

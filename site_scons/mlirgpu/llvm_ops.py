@@ -68,8 +68,10 @@ def start(job_id, llvm_ir, triple, chip, features, opt_level, text=True):
 
 
 def undefined_functions(job_id):
-    """Names of functions the module declares but does not define (what device libraries may provide)."""
-    return sorted(f.name for f in _jobs[job_id].module.functions if f.is_declaration)
+    """Names of functions the module declares with external linkage but does not define (what device libraries
+    may provide; `extern_weak` declarations do not ask for a library, as upstream's check of external linkage)."""
+    return sorted(f.name for f in _jobs[job_id].module.functions
+                  if f.is_declaration and f.linkage.name == "external")
 
 
 def add_control_constants(job_id, constants, flags):

@@ -1,9 +1,9 @@
 """NVVM: PTX from LLVM's NVPTX back end, cubin from ptxas, fatbin from fatbinary (CUDA toolkit)."""
 import os
 import re
-import shlex
 
 from .. import toolchain
+from ..cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
 from .base import Library, Target, run_tool
 
@@ -44,8 +44,9 @@ class NVVM(Target):
         with open(ptx_path, "w", encoding="utf-8") as handle:
             handle.write(isa)
         argv = [ptxas, "-arch", job.chip, ptx_path, "-o", cubin_path, "--opt-level", str(job.opt_level)]
-        argv += shlex.split(options.opts)
-        argv += list(job.attr.flags.get("ptxas-cmd-options", []))
+        opts = tokenize_cmd_options(options.opts)
+        argv += [arg for arg in opts if arg != "-32"]  # upstream: `-32` is fatbinary's, every other is ptxas's
+        argv += ptxas_cmd_options(job.attr)
         run_tool(argv, "ptxas", job, fix=_ptxas_fix(job.chip))
         with open(cubin_path, "rb") as handle:
             outputs = {"cubin": handle.read()}
@@ -54,7 +55,7 @@ class NVVM(Target):
             fatbin_path = os.path.join(scratch, "kernel.fatbin")
             sm = _sm(job.chip)
             run_tool(
-                [fatbinary, "-64", f"--image3=kind=elf,sm={sm},file={cubin_path}",
+                [fatbinary, "-32" if "-32" in opts else "-64", f"--image3=kind=elf,sm={sm},file={cubin_path}",
                  f"--image3=kind=ptx,sm={sm},file={ptx_path}", "--create", fatbin_path],
                 "fatbinary", job,
             )
@@ -68,7 +69,8 @@ class NVVM(Target):
 
     def combine(self, jobs, outputs, options, scratch):
         """One fatbin: every chip's cubin, plus the PTX of the newest chip (as nvcc does), via fatbinary."""
-        argv = [toolchain.cuda_tool("fatbinary", self.toolkit(options)), "-64"]
+        bits = "-32" if "-32" in tokenize_cmd_options(options.opts) else "-64"
+        argv = [toolchain.cuda_tool("fatbinary", self.toolkit(options)), bits]
         for index, (job, output) in enumerate(zip(jobs, outputs)):
             path = os.path.join(scratch, f"combine{index}.cubin")
             with open(path, "wb") as handle:
@@ -83,6 +85,13 @@ class NVVM(Target):
         run_tool(argv, "fatbinary (several chips)", jobs[newest])
         with open(fatbin, "rb") as handle:
             return handle.read()
+
+
+def ptxas_cmd_options(attr):
+    """The target attribute's `flags = {"ptxas-cmd-options" = [...]}`: its strings, in order (upstream skips
+    anything else in the array)."""
+    value = attr.flags.get("ptxas-cmd-options", [])
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def _sm(chip):

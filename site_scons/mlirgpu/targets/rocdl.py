@@ -14,13 +14,41 @@ from .base import Library, Target, run_tool
 _STRIP = ("opencl.ocl.version", "llvm.ident")
 
 
+# LLVM's `AMDGPU::getIsaVersion` of the generic processors, which have no digits to read.
+_GENERIC_ISA = {"gfx9-generic": 9000, "gfx9-4-generic": 9004, "gfx10-1-generic": 10001,
+                "gfx10-3-generic": 10003, "gfx11-generic": 11300, "gfx12-generic": 12000}
+
+
 def isa_version(chip):
     """`__oclc_ISA_version` as upstream computes it: major*1000 + stepping*100 + minor (gfx942 -> 9204)."""
+    if chip in _GENERIC_ISA:
+        return _GENERIC_ISA[chip]
     match = re.fullmatch(r"gfx(\d+)([0-9a-f])([0-9a-f])", chip)
     if not match:
         raise CompileError(f"cannot read an ISA version from ROCDL chip '{chip}'", fix="use a chip like gfx942")
     major, minor, stepping = int(match.group(1)), int(match.group(2), 16), int(match.group(3), 16)
     return major * 1000 + stepping * 100 + minor
+
+
+def abi_version(text, default=600):
+    """The `abi` parameter as upstream reads it (`StringRef::getAsInteger(0, abi)` into an int preset to 600):
+    the radix is sensed (`0x`, `0b`, `0o`, a leading 0 for octal), and anything unreadable keeps the default."""
+    body, sign = (text[1:], -1) if text.startswith("-") else (text, 1)
+    lowered = body.lower()
+    if lowered.startswith("0x"):
+        radix, digits = 16, body[2:]
+    elif lowered.startswith("0b"):
+        radix, digits = 2, body[2:]
+    elif body.startswith("0o"):
+        radix, digits = 8, body[2:]
+    elif len(body) > 1 and body[0] == "0" and body[1].isdigit():
+        radix, digits = 8, body[1:]
+    else:
+        radix, digits = 10, body
+    if not digits or not all(ch in "0123456789abcdefghijklmnopqrstuvwxyz"[:radix] for ch in digits.lower()):
+        return default
+    value = sign * int(digits, radix)
+    return value if -2**31 <= value < 2**31 else default
 
 
 class ROCDL(Target):
@@ -63,9 +91,9 @@ class ROCDL(Target):
             constants += [
                 ("__oclc_wavefrontsize64", 8, int(wave64), 1),
                 ("__oclc_ISA_version", 32, isa_version(job.chip), 4),
-                ("__oclc_ABI_version", 32, int(job.attr.abi), 4),
+                ("__oclc_ABI_version", 32, abi_version(job.attr.abi), 4),
             ]
-        worker.add_control_constants(job, constants, [(1, "amdhsa_code_object_version", int(job.attr.abi))])
+        worker.add_control_constants(job, constants, [(1, "amdhsa_code_object_version", abi_version(job.attr.abi))])
         user = [Library(path, _STRIP, True) for path in list(options.link_libs) + list(job.attr.link)]
         if not needed:
             return user

@@ -1,0 +1,57 @@
+"""Extra tool options split into arguments exactly as upstream MLIR does (`gpu::TargetOptions::
+tokenizeCmdOptions`): one pair of surrounding double quotes, then one of single quotes, is removed, then LLVM's
+GNU command-line tokenizer (`cl::TokenizeGNUCommandLine`) splits the rest. That tokenizer is not a shell: a
+backslash escapes the next character inside and outside quotes, a quote opens a span that ends at the same
+quote, an unclosed quote runs to the end, and empty arguments are dropped. Using `shlex` instead gives other
+arguments (and other binaries) for inputs such as `"--maxrregcount=40 -v"`.
+"""
+
+_WHITESPACE = " \t\r\n"
+
+
+def gnu_tokenize(text):
+    """`llvm::cl::TokenizeGNUCommandLine(text)` without response-file line marks."""
+    tokens = []
+    token = []
+    i, end = 0, len(text)
+    while i < end:
+        if not token:
+            while i < end and text[i] in _WHITESPACE:
+                i += 1
+            if i == end:
+                break
+        char = text[i]
+        if char == "\\" and i + 1 < end:
+            token.append(text[i + 1])
+            i += 2
+            continue
+        if char in "\"'":
+            i += 1
+            while i < end and text[i] != char:
+                if text[i] == "\\" and i + 1 != end:
+                    i += 1
+                token.append(text[i])
+                i += 1
+            if i == end:
+                break
+            i += 1
+            continue
+        if char in _WHITESPACE:
+            if token:
+                tokens.append("".join(token))
+            token = []
+            i += 1
+            continue
+        token.append(char)
+        i += 1
+    if token:
+        tokens.append("".join(token))
+    return tokens
+
+
+def tokenize_cmd_options(text):
+    """Upstream's `TargetOptions::tokenizeCmdOptions` (the `opts=` of gpu-module-to-binary)."""
+    for quote in ('"', "'"):
+        if len(text) >= 1 and text[0] == quote and text[-1] == quote:
+            text = text[1:-1] if len(text) >= 2 else ""
+    return gnu_tokenize(text)
