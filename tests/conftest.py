@@ -35,10 +35,30 @@ def rocm_root(tmp_path_factory):
     return str(root)
 
 
+_DATA = []
+
+
+def corpus_data():
+    """tests/corpus/data/*.ll as bitcode (llvm-as) in a folder of this test process: the @DATA@ of the corpus."""
+    if not _DATA:
+        import subprocess
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="mlirgpu-corpus-data-")
+        for source in sorted(os.listdir(os.path.join(CORPUS, "data"))):
+            target = os.path.join(folder, os.path.splitext(source)[0] + ".bc")
+            subprocess.run([toolchain.llvm_tool("llvm-as"), os.path.join(CORPUS, "data", source), "-o", target],
+                           check=True)
+        _DATA.append(folder)
+    return _DATA[0]
+
+
 def instantiate(src, dst, chip="", opt_level=""):
-    """Copy a corpus file with its @CHIP@ / @O@ placeholders filled in."""
+    """Copy a corpus file with its @CHIP@ / @O@ / @DATA@ placeholders filled in."""
     with open(src, encoding="utf-8") as handle:
         text = handle.read()
+    if "@DATA@" in text:
+        text = text.replace("@DATA@", corpus_data())
     with open(dst, "w", encoding="utf-8") as handle:
         handle.write(text.replace("@CHIP@", chip).replace("@O@", str(opt_level)))
     return str(dst)

@@ -1,8 +1,8 @@
 """Property tests of the scanner and splitter on generated MLIR-like text.
 
-1. On any text, the scan (what the SCons emitter runs) never raises: it returns a list.
-2. On generated files the MLIR tools accept, the dump files the scan declares are exactly the files the compile
-   writes. Bounded for CI with MLIRGPU_FUZZ_EXAMPLES (default 25 files); raise it for a long run.
+On generated files the MLIR tools accept, the dump files the scan declares are exactly the files the compile
+writes (end to end; test_scan_differential.py compares the scan with mlir-opt's reading on many more). Bounded
+for CI with MLIRGPU_FUZZ_EXAMPLES (default 25 files); raise it for a long run.
 """
 import os
 import subprocess
@@ -68,18 +68,6 @@ def mlir_files(draw):
     if resources:
         lines.append('{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x040000000000803F00000040"\n    }\n  }\n#-}')
     return "\n".join(lines) + "\n"
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(alphabet=st.sampled_from(list('gpu.module@"{}[]<>#=,:/\\ \n\tabc-_0123456789nvvmrocdltarget')),
-               max_size=300))
-def test_scan_never_raises_on_any_text(text):
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as handle:
-        handle.write(text)
-    try:
-        assert isinstance(planned_outputs(handle.name, CompileOptions(format="isa")), list)
-    finally:
-        os.unlink(handle.name)
 
 
 def _accepted(path):

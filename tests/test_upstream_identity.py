@@ -13,13 +13,12 @@ A corpus file may narrow or widen its cases with comment lines at its top:
 import glob
 import os
 import re
-import subprocess
 
 import pytest
 
 import oracle
-from conftest import CORPUS, instantiate
-from mlirgpu import CompileOptions, compile_file, toolchain
+from conftest import CORPUS, corpus_data, instantiate
+from mlirgpu import CompileOptions, compile_file
 
 CHIPS = {"nvvm": ("sm_80", "sm_90"), "rocdl": ("gfx90a", "gfx942")}
 FORMATS = {"nvvm": ("isa", "bin", "fatbin"), "rocdl": ("isa", "bin")}
@@ -64,19 +63,9 @@ def _cases():
                         yield pytest.param(path, family, chip, level, opts, libs, id=f"{name}-{chip}-O{level}{label}")
 
 
-@pytest.fixture(scope="session")
-def data_dir(tmp_path_factory):
-    """tests/corpus/data/*.ll as bitcode (llvm-as), for `link = [...]` and -l."""
-    folder = tmp_path_factory.mktemp("data")
-    for source in glob.glob(os.path.join(CORPUS, "data", "*.ll")):
-        target = folder / (os.path.splitext(os.path.basename(source))[0] + ".bc")
-        subprocess.run([toolchain.llvm_tool("llvm-as"), source, "-o", str(target)], check=True)
-    return str(folder)
-
-
 def _pipeline(target, chip, level):
     attach = f"{target}-attach-target{{chip={chip} O={level}}}"
-    convert = "convert-gpu-to-nvvm" if target == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chip}}}"
+    convert = "convert-gpu-to-nvvm" if target == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chip} runtime=HIP}}"
     return (f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
             f"gpu.module({convert}, canonicalize, cse, reconcile-unrealized-casts))")
 
@@ -87,14 +76,10 @@ def _read(path):
 
 
 @pytest.mark.parametrize("path,target,chip,level,opts,libs", list(_cases()))
-def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root, data_dir):
+def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root):
     toolkit = cuda_root if target == "nvvm" else rocm_root
     source = instantiate(path, tmp_path / os.path.basename(path), chip, level)
-    with open(source, encoding="utf-8") as handle:
-        text = handle.read()
-    with open(source, "w", encoding="utf-8") as handle:
-        handle.write(text.replace("@DATA@", data_dir))
-    libs = tuple(lib.replace("@DATA@", data_dir) for lib in libs)
+    libs = tuple(lib.replace("@DATA@", corpus_data()) for lib in libs)
     neutral = path.endswith(".neutral.mlir")
     dumps = tmp_path / "dumps"
     ours_format = "fatbin" if target == "nvvm" else "bin"

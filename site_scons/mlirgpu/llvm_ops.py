@@ -15,6 +15,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from . import libraries as device_libraries
+from . import optnone
 
 _LOCAL = {"internal", "private"}
 _KEEP_LINKAGE = _LOCAL | {"appending", "linkonce_odr", "linkonce_any"}
@@ -32,6 +33,8 @@ def init_worker(stderr_path, expected_major):
     llvm.initialize_native_asmparser()
     # Bitcode we write and re-read (cleaned libraries) keeps its use-lists, so nothing differs from upstream.
     llvm.set_option("mlirgpu", "-preserve-bc-uselistorder")
+    # Upstream's optimizer has no OptNoneInstrumentation: optimize `optnone` functions too (see optnone.py).
+    optnone.run_passes_on_optnone_functions(llvm.ffi.lib._name)
     if llvm.llvm_version_info[0] != expected_major:
         raise RuntimeError(
             f"llvmlite {llvmlite.__version__} bundles LLVM {llvm.llvm_version_info[0]}, but the MLIR tools are "

@@ -157,9 +157,10 @@ def plan(modules, source, options):
             raise CompileError(f"gpu.module @{module.name} has no target", file=source, line=module.line,
                                fix="pass --target nvvm|rocdl (and --chip) or add a #nvvm.target / #rocdl.target")
         for attr, (stem, symbol) in zip(module.targets, job_names(module.name, module.targets)):
-            if not 0 <= attr.opt_level <= 3:
-                raise CompileError(f"invalid optimization level O = {attr.opt_level} in {attr.text}",
-                                   file=source, line=module.line, fix="use O = 0, 1, 2 or 3")
+            problem = attr.target.parameter_problem(attr.params)
+            if problem:
+                raise CompileError(f"{problem} in {attr.text}", file=source, line=module.line,
+                                   fix="write the parameter as MLIR's target attribute defines it")
             try:
                 attr.target.check_chip(attr.chip)
             except CompileError as exc:
@@ -183,9 +184,9 @@ def translate(modules, source):
 def translate_pieces(modules, source):
     """LLVM IR text for each module, in order, from one mlir-translate process (pieces split by `// -----`).
 
-    A piece after the first starts on the marker's line (MLIR counts a chunk's lines from there), so a
-    line-exact piece, whose first line is blank by construction, keeps its lines where they are in the file."""
-    texts = [m.text if i == 0 or m.line_exact else "\n" + m.text for i, m in enumerate(modules)]
+    Line numbers inside a chunk count from its marker, so diagnostics name the file's lines only for normalised
+    pieces (they carry explicit locations); a failing direct piece is re-read through mlir-opt (`_compile`)."""
+    texts = [m.text if i == 0 else "\n" + m.text for i, m in enumerate(modules)]
     joined = "\n// -----".join(texts)
     args = ["--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-"]
     text = sources.run_mlir_tool("mlir-translate", args, source, "translating to LLVM IR", text=joined)
@@ -495,13 +496,13 @@ def _compile(source, options, translated=None, output=None):
     started = time.perf_counter()
     caller_tools = []  # tools run for this compile outside this process
     try:
-        if translated and loaded.modules[0].line_exact and translated[0] == _pieces_key(loaded.modules):
+        if translated and loaded.modules[0].direct and translated[0] == _pieces_key(loaded.modules):
             llvm_irs = translated[1]  # translated by the caller (with other sources), from these very pieces
             caller_tools = [toolchain.llvm_tool("mlir-translate")]
         else:
             llvm_irs = translate(loaded.modules, source)
     except CompileError:
-        if not loaded.modules[0].line_exact:
+        if not loaded.modules[0].direct:
             raise
         # Cut straight from the file: let mlir-opt parse it all and report the error at its exact place.
         loaded = sources.load(source, options)

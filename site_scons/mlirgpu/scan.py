@@ -1,14 +1,19 @@
 """What a compile of a `.mlir` file will produce, found without running any tool (for build-system emitters).
 
-A build system asks this on every run, also when nothing changed, so it reads the text directly: comments and
-strings are skipped, braces are counted, top-level attribute aliases are resolved, and for each `gpu.module`
-directly under the top module its symbol and target list are read. Kernels that `gpu-kernel-outlining` will
-create from `gpu.launch` are predicted the way MLIR names them: `@<func>_kernel`, made unique with `_0`, `_1`...,
-placed right after their function. What this cannot read (the generic op form) falls back to asking mlir-opt,
-and the compile itself checks that what it wrote is what was declared.
+A build system asks this on every run, also when nothing changed, so the text is read directly (comments and
+strings skipped, braces counted; see `mlirtext`): the aliases before the top module, the top module (explicit,
+`builtin.module`, or implicit), and each op directly inside it. For each `gpu.module` its symbol, handler and
+target list are read; every other op's symbol joins the symbol table, and kernels that `gpu-kernel-outlining`
+will create from `gpu.launch` are predicted as MLIR names them: `@<function>_kernel`, made unique against the
+symbol table with one `_<n>` counter for the whole pass, placed right after their function.
+
+The scan is never a guess. Whatever it is not certain about (generic op syntax, a nested module holding
+gpu.modules, a launch naming its own module, an attribute it cannot read, ...) raises `Unreadable`, and the
+callers ask mlir-opt instead (`planned_outputs`), so the prediction always equals what the compile writes; a
+differential test checks this against mlir-opt on the corpus and on generated variants. It is linear in the
+size of the file.
 """
 import atexit
-import bisect
 import hashlib
 import os
 import re
@@ -16,14 +21,12 @@ from dataclasses import dataclass
 
 from . import source as sources
 from . import store
-from .attrs import matching_close, parse_parameters
 from .errors import CompileError
+from .mlirtext import (SYMBOL, Structure, Unreadable, matching_close, read_symbol, skip_space, target_list,
+                       value_end)
 from .pipeline import check_options, plan, planned_dumps
 from .targets import TARGETS, target_for_attribute
-
-
-class _Unreadable(Exception):
-    """The fast scan cannot read this file; ask mlir-opt."""
+from .targets.base import TargetAttr
 
 
 @dataclass(frozen=True)
@@ -33,191 +36,198 @@ class ScannedModule:
     start: int = -1  # offset of `gpu.module` in the file (-1 for modules kernel outlining will create)
     end: int = -1  # offset just after its closing brace
     handler: str = ""
+    symbols: frozenset = frozenset()  # symbols its body names (what device libraries it may need)
+    ops: frozenset = frozenset()  # operations its body uses (for code that is lowered first)
 
 
-_WORD = re.compile(r"[A-Za-z_][\w$.\-]*")
+@dataclass(frozen=True)
+class Scan:
+    modules: tuple
+    lowering: bool  # some module needs the build's target (it has none, or kernels are outlined)
+    host: bool  # host code launches kernels
+    direct: bool  # an explicit top module holding only targeted gpu.modules: pieces can be cut from the text
+    prelude_end: int = 0  # offset of the line where the top module starts (aliases and comments before it)
+    suffix_start: int = -1  # offset after the top module (location aliases and the resource trailer), or -1
 
 
-_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}]|"')
+_ALIAS_DEF = re.compile(r"([#!])([\w$.\-]+)[ \t]*=")
+_TOP_MODULE = re.compile(r"(?:builtin\.)?module\b")
+_GENERIC_OP = re.compile(r'"[A-Za-z_][\w$]*\.[\w$.]+"\s*\(')
+_LAUNCH = re.compile(r"(?<![\w.$])gpu\.launch(?![\w.$])")
+_OPS = re.compile(r"(?<![\w.$%#!@^])([a-z_][a-z0-9_]*\.[a-z_][\w.]*)")
 
 
-def _structure(text):
-    """A copy of `text` without comments, the same with string contents blanked, and a function giving the
-    `{` nesting depth at a position. One regular-expression pass: this runs for every source on every build."""
-    clean, masked, breaks, depths = [], [], [0], [0]
-    depth = pos = 0
-    for match in _TOKENS.finditer(text):
-        start, end = match.span()
-        token = match.group()
-        between = text[pos:start]
-        clean.append(between)
-        masked.append(between)
-        if token == '"':
-            raise _Unreadable("unterminated string")
-        if token[0] == '"':
-            clean.append(token)
-            masked.append('"' + " " * (len(token) - 2) + '"')
-        elif token[0] == "/":
-            clean.append(" " * len(token))
-            masked.append(" " * len(token))
-        else:
-            depth += 1 if token == "{" else -1
-            breaks.append(end)
-            depths.append(depth)
-            clean.append(token)
-            masked.append(token)
-        pos = end
-    clean.append(text[pos:])
-    masked.append(text[pos:])
-
-    def depth_at(position):
-        return depths[bisect.bisect_right(breaks, position) - 1]
-
-    return "".join(clean), "".join(masked), depth_at
+_CANDIDATE = re.compile(r"(?<![\w.$%#!@^\"])([A-Za-z_][\w$]*(?:\.[\w$]+)+|module)(?=[\s@({<\[]|$)")
 
 
-def _aliases(clean):
+def _op_spans(st, start, end, depth):
+    """(op name, name start, name end, span end) of each op directly in the region [start, end) at `depth`.
+
+    An op starts with its name (a dotted identifier, or `module`) at the region's depth, first on its line or
+    right after the region's `{`, a previous op's `}`, or a result's `=`."""
+    masked = st.masked
+    starts = []
+    for match in _CANDIDATE.finditer(masked, start, end):
+        before = match.start() - 1
+        while before >= start and masked[before] in " \t":
+            before -= 1
+        if before >= start and masked[before] not in "\n}=":
+            continue
+        if st.depth_at(match.start()) == depth:
+            starts.append((match.group(1), match.start(), match.end()))
+    return [(name, s, e, starts[i + 1][1] if i + 1 < len(starts) else end)
+            for i, (name, s, e) in enumerate(starts)]
+
+
+def _header_end(st, name_end, span_end, depth):
+    """Where an op's header ends: its first `{` at its own depth (region or attribute dictionary)."""
+    pos = st.masked.find("{", name_end, span_end)
+    while pos >= 0 and st.depth_at(pos) != depth:
+        pos = st.masked.find("{", pos + 1, span_end)
+    return span_end if pos < 0 else pos
+
+
+def _gpu_module(st, name_end, aliases, lists):
+    """Read `gpu.module @sym [<handler>] [[targets]] [attributes {...}] {` -> (name, targets, handler, body).
+    `lists` remembers target lists read in this file by their text (files repeat one list many times)."""
+    clean, masked = st.clean, st.masked
+    pos = skip_space(masked, name_end)
+    name, pos = read_symbol(clean, pos)
+    pos = skip_space(masked, pos)
+    handler = ""
+    if masked.startswith("<", pos):
+        close = matching_close(clean, pos, "<", ">")
+        handler, pos = clean[pos : close + 1], skip_space(masked, close + 1)
+    targets = ()
+    if masked.startswith("[", pos):
+        close = matching_close(clean, pos, "[", "]")
+        written = clean[pos : close + 1]
+        if written not in lists:
+            lists[written] = tuple(TargetAttr(*item) for item in target_list(clean, pos, aliases, target_for_attribute)[0])
+        targets, pos = lists[written], skip_space(masked, close + 1)
+    if masked.startswith("attributes", pos):
+        pos = skip_space(masked, pos + len("attributes"))
+        if not masked.startswith("{", pos):
+            raise Unreadable("gpu.module attributes")
+        pos = skip_space(masked, matching_close(masked, pos, "{", "}") + 1)
+    if not masked.startswith("{", pos):
+        raise Unreadable("gpu.module body")
+    return name, targets, handler, pos
+
+
+def _body_facts(st, start, end):
+    """The symbols named and the ops used in [start, end)."""
+    symbols = frozenset(match.group(1) for match in SYMBOL.finditer(st.clean, start, end))
+    ops = frozenset(_OPS.findall(st.masked, start, end))
+    return symbols, ops
+
+
+def scan_text(text):
+    """The Scan of a source's text; raises Unreadable where mlir-opt must decide."""
+    st = Structure(text)
+    clean, masked = st.clean, st.masked
+    if _GENERIC_OP.search(clean):
+        raise Unreadable("generic operation syntax")
     aliases = {}
-    for match in re.finditer(r"^#([\w$.\-]+)\s*=\s*", clean, re.M):
-        start = match.end()
-        end = clean.find("\n", start)
-        aliases[match.group(1)] = clean[start : end if end >= 0 else len(clean)].strip()
-    return aliases
+    pos = skip_space(masked, 0)
+    while pos < len(masked):
+        alias = _ALIAS_DEF.match(masked, pos)
+        if not alias:
+            break
+        end = value_end(masked, alias.end())
+        if alias.group(1) == "#":
+            aliases[alias.group(2)] = clean[alias.end() : end].strip()
+        pos = skip_space(masked, end)
+    prelude_end = masked.rfind("\n", 0, pos) + 1
+    trailer = masked.rfind("{-#")
+    if trailer >= 0 and (st.depth_at(trailer) != 0 or masked[matching_close(masked, trailer, "{", "}") + 1 :].strip()):
+        raise Unreadable("text after the resource trailer")
+    region_end = trailer if trailer >= 0 else len(masked)
+    top = _TOP_MODULE.match(masked, pos)
+    explicit = False
+    if top:
+        head = skip_space(masked, top.end())
+        if masked.startswith("@", head):
+            _name, head = read_symbol(clean, head)
+            head = skip_space(masked, head)
+        top_attributes = ""
+        if masked.startswith("attributes", head):
+            head = skip_space(masked, head + len("attributes"))
+            if not masked.startswith("{", head):
+                raise Unreadable("module attributes")
+            close = matching_close(masked, head, "{", "}")
+            top_attributes, head = masked[head + 1 : close].strip(), skip_space(masked, close + 1)
+        if not masked.startswith("{", head):
+            raise Unreadable("module body")
+        body_end = matching_close(masked, head, "{", "}")
+        after = skip_space(masked, body_end + 1)
+        while after < region_end and _ALIAS_DEF.match(masked, after):  # e.g. location aliases
+            after = skip_space(masked, value_end(masked, _ALIAS_DEF.match(masked, after).end()))
+        if after >= region_end:  # the only top-level op: the top module
+            explicit = True
+            region, child_depth = (head + 1, body_end), 1
+    if not explicit:  # an implicit module holds every top-level op
+        region, child_depth = (pos, region_end), 0
+    return _children(st, region, child_depth, aliases, explicit and top_attributes in ("", "gpu.container_module"),
+                     prelude_end, body_end + 1 if explicit else -1)
 
 
-def _target_list(clean, start, aliases):
-    """Parse `[#nvvm.target<...>, #alias, ...]` at `start` (or nothing) into TargetAttrs."""
-    if start >= len(clean) or clean[start] != "[":
-        return ()
-    body = clean[start + 1 : matching_close(clean, start, "[", "]")]
-    targets = []
-    pos = 0
-    while True:
-        match = re.compile(r"#([\w$.\-]+)").search(body, pos)
-        if not match:
-            return tuple(targets)
-        name = match.group(1)
-        end = match.end()
-        if name in aliases:
-            text = aliases[name]
-            found = re.match(r"#([\w.]+)(<.*>)?$", text)
-            if not found:
-                raise _Unreadable(f"alias #{name}")
-            name, params = found.group(1), (found.group(2) or "<>")[1:-1]
-        elif end < len(body) and body[end] == "<":
-            close = matching_close(body, end, "<", ">")
-            params = body[end + 1 : close]
-            end = close + 1
-        else:
-            params = ""
-        target = target_for_attribute(name)
-        if target is None:
-            raise _Unreadable(f"target #{name}")
-        try:
-            values = parse_parameters(params) if params.strip() else {}
-        except (ValueError, IndexError) as exc:
-            raise _Unreadable(str(exc)) from exc
-        targets.append(sources.TargetAttr(target, f"#{name}<{params}>" if params.strip() else f"#{name}", values))
-        pos = end
-
-
-def _symbol_at(clean, pos):
-    if clean[pos] == '"':
-        close = pos + 1
-        while clean[close] != '"':
-            close += 2 if clean[close] == "\\" else 1
-        return sources._symbol(clean[pos : close + 1]), close + 1
-    match = _WORD.match(clean, pos)
-    if not match:
-        raise _Unreadable("symbol")
-    return match.group(0), match.end()
-
-
-def _skip_space(clean, pos):
-    while pos < len(clean) and clean[pos].isspace():
-        pos += 1
-    return pos
-
-
-def fast_scan(text, structure=None):
-    """[ScannedModule] in the order the compiler will produce them, plus whether lowering will run.
-    `structure`: `_structure(text)`, when the caller has it already."""
-    if '"gpu.module"' in text or '"builtin.module"' in text:
-        raise _Unreadable("generic form")
-    clean, masked, depth_at = structure or _structure(text)
-    top = re.match(r"\s*(#[^\n]*\n\s*)*module\b", masked)
-    child_depth = 1 if top else 0
-    modules, symbols, order = [], set(), []
-    aliases = _aliases(clean)
-    for match in re.finditer(r"(?<![\w.])(gpu\.module|func\.func|gpu\.launch(?![_\w]))", masked):
-        op, depth = match.group(1), depth_at(match.start())
-        if op == "gpu.module" and depth == child_depth:
-            pos = _skip_space(clean, match.end())
-            if clean[pos] != "@":
-                raise _Unreadable("gpu.module without symbol")
-            name, pos = _symbol_at(clean, pos + 1)
-            pos = _skip_space(clean, pos)
-            handler = ""
-            if pos < len(clean) and clean[pos] == "<":
-                close = matching_close(clean, pos, "<", ">")
-                handler, pos = clean[pos : close + 1], _skip_space(clean, close + 1)
-            targets = _target_list(clean, pos, aliases)
-            if targets:
-                pos = _skip_space(clean, matching_close(clean, pos, "[", "]") + 1)
-            if masked.startswith("attributes", pos):
-                pos = _skip_space(masked, pos + len("attributes"))
-                pos = _skip_space(masked, matching_close(masked, pos, "{", "}") + 1)
-            if masked[pos : pos + 1] != "{":
-                raise _Unreadable("gpu.module body")
-            end = matching_close(masked, pos, "{", "}") + 1
-            order.append(("module", name, ScannedModule(name, targets, match.start(), end, handler)))
+def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
+    clean, masked = st.clean, st.masked
+    modules, symbols, order, lists = [], set(), [], {}
+    only_targeted_modules = plain_top
+    for op, _start, name_end, span_end in _op_spans(st, region[0], region[1], depth):
+        header_end = _header_end(st, name_end, span_end, depth)
+        if op == "gpu.module":
+            name, targets, handler, body = _gpu_module(st, name_end, aliases, lists)
+            end = matching_close(masked, body, "{", "}") + 1
+            facts = _body_facts(st, body, end)
+            order.append(("module", ScannedModule(name, targets, _start, end, handler, *facts)))
             symbols.add(name)
-        elif op == "func.func" and depth == child_depth:
-            pos = _skip_space(clean, match.end())
-            while clean[pos : pos + 1] != "@":  # `func.func private @f`
-                word = _WORD.match(clean, pos)
-                if not word:
-                    raise _Unreadable("func.func")
-                pos = _skip_space(clean, word.end())
-            name, _ = _symbol_at(clean, pos + 1)
-            order.append(("func", name, None))
-            symbols.add(name)
-        elif op == "gpu.launch":
-            funcs = [entry for entry in order if entry[0] == "func"]
-            if not funcs:
-                raise _Unreadable("gpu.launch outside a function")
-            order.append(("launch", funcs[-1][1], None))
-    # Outlined modules go right after their function, in launch order, named uniquely.
-    outlined_after = {}
-    for kind, name, _ in order:
-        if kind == "launch":
-            base = f"{name}_kernel"
-            unique, counter = base, 0
+            only_targeted_modules &= bool(targets)
+            continue
+        only_targeted_modules = False
+        if op in ("module", "builtin.module") and "gpu.module" in masked[name_end:span_end]:
+            raise Unreadable("gpu.modules inside a nested module")
+        symbol = SYMBOL.search(clean, name_end, header_end)
+        owner = None
+        if symbol:
+            owner = read_symbol(clean, symbol.start())[0]
+            symbols.add(owner)
+        for launch in _LAUNCH.finditer(masked, header_end, span_end):
+            region_open = masked.find("{", launch.end(), span_end)
+            if region_open < 0 or "@" in masked[launch.end() : region_open]:
+                raise Unreadable("gpu.launch naming its module or function")
+            if owner is None:
+                raise Unreadable("gpu.launch outside a symbol")
+            region_close = matching_close(masked, region_open, "{", "}")
+            order.append(("launch", owner, _body_facts(st, launch.start(), region_close)))
+        order.append(("op", owner))
+    # Outlining: the pass visits symbols in order, names each launch's module `<owner>_kernel`, uniqued in the
+    # top symbol table with one counter for the pass, and inserts the modules in launch order after the owner.
+    counter = 0
+    pending = []
+    for entry in order:
+        if entry[0] == "module":
+            modules.append(entry[1])
+        elif entry[0] == "launch":
+            base = unique = f"{entry[1]}_kernel"
             while unique in symbols:
                 unique = f"{base}_{counter}"
                 counter += 1
             symbols.add(unique)
-            outlined_after.setdefault(name, []).append(unique)
-    for kind, name, scanned in order:
-        if kind == "module":
-            modules.append(scanned)
-        elif kind == "func":
-            modules += [ScannedModule(m, ()) for m in outlined_after.pop(name, [])]
-    lowering = any(not m.targets for m in modules)
-    return modules, lowering
-
-
-def _with_build_targets(modules, options):
-    """Give target-less modules the targets the build attaches (one per chip in options.chip)."""
-    if not any(not m.targets for m in modules):
-        return modules
-    if not options.target:
-        return None
-    target = TARGETS[options.target]
-    chips = [c for c in (options.chip or target.default_chip).split(",") if c]
-    attached = tuple(sources.TargetAttr(target, f'#{target.attribute}<chip = "{chip}">', {"chip": chip})
-                     for chip in chips)
-    return [m if m.targets else ScannedModule(m.name, attached) for m in modules]
+            pending.append(ScannedModule(unique, (), symbols=entry[2][0], ops=entry[2][1]))
+        else:
+            modules += pending
+            pending = []
+    modules += pending
+    lowering = any(not module.targets for module in modules)
+    host = bool(re.search(r"(?<![\w.$])gpu\.launch(?:_func)?(?![\w.$])", masked))
+    direct = (only_targeted_modules and bool(modules) and not host and "llvm.di_" not in masked
+              and len({module.name for module in modules}) == len(modules)
+              and all(attr.target.parameter_problem(attr.params) is None
+                      for module in modules for attr in module.targets))
+    return Scan(tuple(modules), lowering, host, direct, prelude_end, suffix_start)
 
 
 class _ScanCache:
@@ -228,6 +238,7 @@ class _ScanCache:
     cache file or entry is a miss."""
 
     KEEP_UNUSED = 2000  # entries not used in this run that are kept (another build may still want them)
+    UNREADABLE = "unreadable"
 
     def __init__(self):
         self.memory = {}
@@ -250,9 +261,7 @@ class _ScanCache:
         if entry is None:
             return None
         try:
-            modules = [ScannedModule(m["name"], tuple(_stored_target(*t) for t in m["targets"]), m["start"],
-                                     m["end"], m["handler"]) for m in entry["modules"]]
-            value = (modules, bool(entry["lowering"]), bool(entry["host"]))
+            value = self.UNREADABLE if entry == self.UNREADABLE else _scan_from_json(entry)
         except (KeyError, TypeError, ValueError):
             return None
         self.used.add(key)
@@ -261,13 +270,9 @@ class _ScanCache:
 
     def put(self, key, value):
         self.memory[key] = value
-        modules, lowering, host = value
         if self.stored is None:
             self._load()
-        self.stored[key] = {
-            "modules": [{"name": m.name, "start": m.start, "end": m.end, "handler": m.handler,
-                         "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]} for m in modules],
-            "lowering": lowering, "host": host}
+        self.stored[key] = value if value == self.UNREADABLE else _scan_to_json(value)
         self.used.add(key)
         self.dirty = True
 
@@ -280,11 +285,28 @@ class _ScanCache:
         self.dirty = False
 
 
+def _scan_to_json(scan):
+    return {"modules": [{"name": m.name, "start": m.start, "end": m.end, "handler": m.handler,
+                         "symbols": sorted(m.symbols), "ops": sorted(m.ops),
+                         "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]}
+                        for m in scan.modules],
+            "lowering": scan.lowering, "host": scan.host, "direct": scan.direct,
+            "prelude_end": scan.prelude_end, "suffix_start": scan.suffix_start}
+
+
+def _scan_from_json(entry):
+    modules = tuple(ScannedModule(str(m["name"]), tuple(_stored_target(*t) for t in m["targets"]), int(m["start"]),
+                                  int(m["end"]), str(m["handler"]), frozenset(map(str, m["symbols"])),
+                                  frozenset(map(str, m["ops"]))) for m in entry["modules"])
+    return Scan(modules, bool(entry["lowering"]), bool(entry["host"]), bool(entry["direct"]),
+                int(entry["prelude_end"]), int(entry["suffix_start"]))
+
+
 def _stored_target(attribute, text, params):
     target = target_for_attribute(attribute)
     if target is None or not isinstance(text, str) or not isinstance(params, dict):
         raise ValueError("not a scan entry")
-    return sources.TargetAttr(target, text, params)
+    return TargetAttr(target, text, params)
 
 
 _scans = _ScanCache()
@@ -316,118 +338,99 @@ def _content_digest(path):
 
 
 def scan_file(path):
-    """`fast_scan` of a file plus whether it has host code, remembered per file content (the SCons tool asks
-    on every run and for every target's signature)."""
-    digest = _content_digest(path)
-    found = _scans.get(digest)
-    if found is not None:
-        return found
-    text, digest = read_text(path)
-    found = _scans.get(digest)
+    """The Scan of a file, remembered per content; raises Unreadable (also remembered) where mlir-opt must
+    decide, and OSError / UnicodeDecodeError for files that cannot be read as text."""
+    found = _scans.get(_content_digest(path))
     if found is None:
-        structure = _structure(text)
-        modules, lowering = fast_scan(text, structure)
-        host = sources.has_host_code(structure[1])
-        found = (modules, lowering, host)
+        text, digest = read_text(path)
+        try:
+            found = scan_text(text)
+        except Unreadable:
+            found = _ScanCache.UNREADABLE
+        except RecursionError:  # never expected (the scan does not recurse deeply), but never a crash either
+            found = _ScanCache.UNREADABLE
         _scans.put(digest, found)
+    if found == _ScanCache.UNREADABLE:
+        raise Unreadable("the fast scan steps aside")
     return found
 
 
-def planned_outputs(path, options):
-    """Dump file names (relative to the dump folder) a compile of `path` with `options` writes, in order.
+def _with_build_targets(modules, options):
+    """Give target-less modules the targets the build attaches (one per chip in options.chip)."""
+    if all(module.targets for module in modules):
+        return modules
+    if not options.target:
+        return None
+    target = TARGETS[options.target]
+    chips = [c for c in (options.chip or target.default_chip).split(",") if c]
+    attached = tuple(TargetAttr(target, f'#{target.attribute}<chip = "{chip}">', {"chip": chip}) for chip in chips)
+    return [m if m.targets else ScannedModule(m.name, attached, symbols=m.symbols, ops=m.ops) for m in modules]
 
-    Returns [] for input the compile rejects anyway (it then reports the error with file and line).
-    """
+
+def fast_outputs(path, options):
+    """The dump files the scan alone predicts for a compile with `options`, or None where it steps aside."""
+    try:
+        scan = scan_file(path)
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return None
+    modules = _with_build_targets(scan.modules, options)
+    if modules is None:
+        return []  # target-less modules and no target: the compile stops with an error
+    return planned_dumps(modules, options, options.host_code == "compile" and scan.host)
+
+
+def mlir_outputs(path, options):
+    """The dump files a compile with `options` writes, as mlir-opt reads the file (raises CompileError)."""
+    loaded = sources.load(path, options)
+    plan(loaded.modules, path, options)
+    return planned_dumps(loaded.modules, options, loaded.has_host_code)
+
+
+def planned_outputs(path, options):
+    """Dump file names (relative to the dump folder) a compile of `path` with `options` writes, in order: the
+    scan's prediction where it is certain, else mlir-opt's reading. [] for input the compile rejects anyway
+    (it then reports the error with file and line)."""
     try:
         check_options(path, options)
     except CompileError:
         return []
+    found = fast_outputs(path, options)
+    if found is not None:
+        return found
     try:
-        modules, _lowering, host = scan_file(path)
-        modules = _with_build_targets(modules, options)
-        if modules is None:
-            return []
-        host = options.host_code == "compile" and host
-    except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
-        try:
-            loaded = sources.load(path, options)
-            plan(loaded.modules, path, options)
-        except CompileError:
-            return []
-        modules, host = loaded.modules, loaded.has_host_code
-    return planned_dumps(modules, options, host)
+        return mlir_outputs(path, options)
+    except CompileError:
+        return []
 
 
 def uses_build_target(path):
     """Whether the build's target/chip/features/O settings affect `path` (some module carries no target, or
     kernels are outlined). Unreadable files count as affected, so a signature is never too small."""
     try:
-        _modules, lowering, _host = scan_file(path)
-        return lowering
-    except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
+        return scan_file(path).lowering
+    except (Unreadable, UnicodeDecodeError, OSError):
         return True
 
 
-_TOP = re.compile(r"module(?:\s+@[\w$.\-]+)?(?:\s+attributes\s*\{\s*gpu\.container_module\s*\})?\s*\{")
-
-
 def direct_source(path, options):
-    """The file's gpu.modules cut straight from its text, when that is as exact as normalising it with mlir-opt:
-    a top module holding only gpu.modules that all carry targets (plus aliases, comments and a resource
-    trailer). Each piece keeps its lines and columns (for debug locations and messages) and gets the file's
-    aliases and resources, so `mlir-translate` alone parses, verifies and translates it. Else None."""
+    """The file's gpu.modules cut straight from its text, when that is as exact as normalising it with mlir-opt
+    (see `Scan.direct`). Each piece is the file's aliases, the module at its column, and what follows the top
+    module (location aliases, the resource trailer),
+    so `mlir-translate` alone parses, verifies and translates it; each remembers its line for messages. Pieces
+    hold no debug information (the scan declines that: their line numbers are not the file's). Else None."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        structure = _structure(text)
-        modules, lowering = fast_scan(text, structure)
-        clean, masked, _depth_at = structure
-    except (_Unreadable, ValueError, IndexError, UnicodeDecodeError, OSError):
-        return None
-    if lowering or not modules or sources.has_host_code(masked):
-        return None
-    if not all(_well_formed(attr) for module in modules for attr in module.targets):
-        return None  # mlir-opt's verifier reports a malformed target attribute best
-    if len({module.name for module in modules}) != len(modules):
-        return None  # and a symbol defined twice
-    top = re.search(r"\bmodule\b", masked)
-    if not top or masked[: top.start()].strip("\n \t") and not _only_aliases(masked[: top.start()]):
-        return None
-    header = _TOP.match(masked, top.start())
-    if not header:
-        return None
-    body_end = matching_close(masked, header.end() - 1, "{", "}")
-    trailer = text[body_end + 1 :]
-    if masked[body_end + 1 :].strip() and not re.fullmatch(r"\s*\{-#.*#-\}\s*", masked[body_end + 1 :], re.S):
-        return None
-    rest = masked[header.end() : body_end]
-    for module in modules:
-        start, end = module.start - header.end(), module.end - header.end()
-        rest = rest[:start] + " " * (end - start) + rest[end:]
-    if rest.strip():
-        return None  # other top-level ops: let mlir-opt parse and verify the whole file
-    prelude = text[: text.rfind("\n", 0, top.start()) + 1]
-    prelude_lines = prelude.count("\n")
-    resources = trailer.strip() + "\n" if trailer.strip() else ""
-    pieces = []
-    for module in modules:
-        line = text.count("\n", 0, module.start) + 1
-        column = module.start - (text.rfind("\n", 0, module.start) + 1)
-        blank = line - 1 - prelude_lines
-        if blank < 1:
+        scan = scan_file(path)
+        if not scan.direct:
             return None
-        piece = "\n" * blank + prelude + " " * column + text[module.start : module.end] + "\n" + resources
-        pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, line_exact=True))
+        text, _digest = read_text(path)
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return None
+    prelude, suffix = text[: scan.prelude_end], text[scan.suffix_start :].strip()
+    pieces, line, counted = [], 1, 0
+    for module in scan.modules:
+        line += text.count("\n", counted, module.start)
+        counted = module.start
+        column = module.start - (text.rfind("\n", 0, module.start) + 1)
+        piece = prelude + " " * column + text[module.start : module.end] + "\n" + suffix + "\n"
+        pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, direct=True))
     return sources.Source(path, pieces)
-
-
-_PARAMETER_TYPES = {"chip": str, "triple": str, "features": str, "abi": str, "O": int, "link": list, "flags": dict}
-
-
-def _well_formed(attr):
-    return all(key in _PARAMETER_TYPES and isinstance(value, _PARAMETER_TYPES[key])
-               for key, value in attr.params.items()) and attr.params.get("O", 2) in (0, 1, 2, 3)
-
-
-def _only_aliases(masked_prelude):
-    return all(not line.strip() or re.match(r"\s*[#!][\w$.\-]+\s*=", line) for line in masked_prelude.splitlines())

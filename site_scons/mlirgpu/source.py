@@ -10,50 +10,13 @@ import re
 from dataclasses import dataclass, field
 
 from . import process, toolchain
-from .attrs import matching_close, parse_parameters
 from .errors import CompileError, CompileWarning
+from .mlirtext import Unreadable, skip_space, symbol_name, target_list
 from .targets import TARGETS, target_for_attribute
+from .targets.base import TargetAttr
 
 _MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)\s*(<#[^\[{]*>)?')
 _LOC = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)\s*$')
-_TARGET = re.compile(r"#(\w+\.target)(<)?")
-
-
-@dataclass(frozen=True)
-class TargetAttr:
-    """One `#nvvm.target` / `#rocdl.target` attribute of a gpu.module, with upstream's defaults applied."""
-
-    target: object  # the targets.Target implementation
-    text: str
-    params: dict = field(default_factory=dict)
-
-    @property
-    def chip(self):
-        return self.params.get("chip", self.target.default_chip)
-
-    @property
-    def triple(self):
-        return self.params.get("triple", self.target.default_triple)
-
-    @property
-    def features(self):
-        return self.params.get("features", "")
-
-    @property
-    def opt_level(self):
-        return int(self.params.get("O", self.target.default_opt_level))
-
-    @property
-    def link(self):
-        return tuple(self.params.get("link", ()))
-
-    @property
-    def flags(self):
-        return self.params.get("flags", {}) or {}
-
-    @property
-    def abi(self):
-        return self.params.get("abi", "600")
 
 
 @dataclass(frozen=True)
@@ -63,7 +26,7 @@ class GpuModule:
     text: str
     targets: tuple
     handler: str = ""  # offloading handler, e.g. `<#gpu.select_object<1>>`
-    line_exact: bool = False  # text cut from the file with its line numbers kept (see scan.direct_source)
+    direct: bool = False  # cut straight from the file by the scan (see scan.direct_source), not normalised
 
 
 @dataclass
@@ -137,7 +100,7 @@ def lower(path, target, chips, features, opt_level):
         f"{target.name}-attach-target{{chip={chip} O={opt_level}" + (f" features={features}" if features else "") + "}"
         for chip in chips
     )
-    convert = "convert-gpu-to-nvvm" if target.name == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chips[0]}}}"
+    convert = "convert-gpu-to-nvvm" if target.name == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chips[0]} runtime=HIP}}"
     pipeline = (
         f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
         f"gpu.module({convert}, canonicalize, cse, reconcile-unrealized-casts))"
@@ -164,47 +127,22 @@ def _resources(path, pieces_need):
     return plain[start:] if start >= 0 else ""
 
 
-def _targets_of(head, source, line):
-    """Parse the target list `[#nvvm.target<...>, ...]` of a gpu.module header line."""
-    bracket = head.find("[", head.find("@"))
-    if bracket < 0 or "#" not in head[bracket:]:
+def _targets_of(head, start, source, line):
+    """The target list `[#nvvm.target<...>, ...]` of a printed gpu.module header from `start` (after the symbol
+    and handler), read by the same reader as the scan."""
+    pos = skip_space(head, start)
+    if not head.startswith("[", pos):
         return ()
-    close = matching_close(head, bracket, "[", "]")
-    targets = []
-    body = head[bracket + 1 : close]
-    pos = 0
-    while True:
-        match = _TARGET.search(body, pos)
-        if not match:
-            break
-        if match.group(2):
-            end = matching_close(body, match.end() - 1, "<", ">")
-            params_text = body[match.end() : end]
-        else:  # all defaults: printed bare, e.g. `#rocdl.target`
-            end = match.end() - 1
-            params_text = ""
-        target = target_for_attribute(match.group(1))
-        text = body[match.start() : end + 1]
-        if target is None:
-            raise CompileError(
-                f"unsupported target attribute #{match.group(1)}",
-                file=source, line=line, fix=f"use one of {', '.join('#' + t.attribute for t in TARGETS.values())}",
-            )
-        try:
-            params = parse_parameters(params_text)
-        except (ValueError, IndexError) as exc:
-            raise CompileError(f"cannot read target attribute {text}: {exc}", file=source, line=line) from exc
-        targets.append(TargetAttr(target, text, params))
-        pos = end + 1
-    return tuple(targets)
-
-
-def _symbol(token):
-    if token.startswith('"'):
-        from .attrs import unescape_mlir_string
-
-        return unescape_mlir_string(token[1:-1]).decode("utf-8", "replace")
-    return token
+    try:
+        found, _end = target_list(head, pos, {}, target_for_attribute)
+    except Unreadable as exc:
+        unknown = re.match(r"#([\w$.\-]+) is not a target attribute", str(exc))
+        if unknown:
+            raise CompileError(f"unsupported target attribute #{unknown.group(1)}", file=source, line=line,
+                               fix=f"use one of {', '.join('#' + t.attribute for t in TARGETS.values())}") from None
+        raise CompileError(f"cannot read the target list of {head.strip()[:80]}: {exc}", file=source,
+                           line=line) from None
+    return tuple(TargetAttr(*item) for item in found)
 
 
 def split(text, source):
@@ -223,7 +161,8 @@ def split(text, source):
         loc = _LOC.search(lines[end]) if end < len(lines) else None
         line = int(loc.group(1)) if loc else None
         piece = "\n".join(lines[i : end + 1]) + "\n"
-        modules.append(GpuModule(_symbol(match.group(1)), line, piece, _targets_of(lines[i], source, line),
+        modules.append(GpuModule(symbol_name(match.group(1)), line, piece,
+                                 _targets_of(lines[i], match.end(), source, line),
                                  (match.group(2) or "").strip()))
         i = end + 1
     return modules
@@ -254,7 +193,7 @@ def replace_modules(text, pieces):
         end = i + 1
         while end < len(lines) and not lines[end].startswith("  }"):
             end += 1
-        out.append(pieces[_symbol(match.group(1))])
+        out.append(pieces[symbol_name(match.group(1))])
         i = end + 1
     return "".join(out)
 

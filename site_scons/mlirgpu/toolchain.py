@@ -128,6 +128,15 @@ def _cached(key, compute):
     return value
 
 
+def file_fact(path, kind, compute):
+    """`compute()` (a str) remembered per identity of the file at `path` (see `_stat_key`), or None."""
+    try:
+        key = f"{kind}|{_stat_key(path)}"
+    except OSError:
+        return None
+    return _cached(key, compute)
+
+
 def tool_output(tool, args):
     """What `TOOL ARGS...` prints (stdout then stderr), or None when it cannot run; cached per tool file."""
     try:

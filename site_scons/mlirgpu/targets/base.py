@@ -1,6 +1,7 @@
 """The target interface every GPU target implements (one pipeline, per-target hooks)."""
 import functools
 import re
+from dataclasses import dataclass, field
 
 from .. import process, toolchain
 from ..errors import CompileError
@@ -18,13 +19,69 @@ class Library:
         return (self.path, list(self.strip_named), self.retarget)
 
 
+@dataclass(frozen=True)
+class TargetAttr:
+    """One target attribute of a gpu.module (`#nvvm.target<...>`), with its target's defaults applied."""
+
+    target: object  # the Target implementation
+    text: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def chip(self):
+        return self.params.get("chip", self.target.default_chip)
+
+    @property
+    def triple(self):
+        return self.params.get("triple", self.target.default_triple)
+
+    @property
+    def features(self):
+        return self.params.get("features", "")
+
+    @property
+    def opt_level(self):
+        return int(self.params.get("O", self.target.default_opt_level))
+
+    @property
+    def link(self):
+        return tuple(self.params.get("link", ()))
+
+    @property
+    def flags(self):
+        return self.params.get("flags", {}) or {}
+
+    @property
+    def abi(self):
+        return self.params.get("abi", "600")
+
+
+# The parameters every target attribute takes and their types; targets add their own.
+COMMON_PARAMETERS = {"O": int, "triple": str, "chip": str, "flags": dict, "link": list}
+
+
 class Target:
     name = None  # 'nvvm' | 'rocdl': the --target / GPU_TARGET value
     attribute = None  # the MLIR attribute name, e.g. 'nvvm.target'
     default_triple = None
     default_chip = None
     default_opt_level = 2
-    install_hint = None
+    parameters = COMMON_PARAMETERS
+
+    def parameter_problem(self, params):
+        """Why the attribute's parameters cannot be compiled as written (unknown name, wrong type, O out of
+        range, a link entry that is not a string), or None."""
+        for key, value in params.items():
+            expected = self.parameters.get(key)
+            if expected is None:
+                return f"unknown parameter '{key}' of #{self.attribute}"
+            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+                return f"parameter '{key}' of #{self.attribute} must be {expected.__name__}"
+        if params.get("O", self.default_opt_level) not in (0, 1, 2, 3):
+            return f"invalid optimization level O = {params['O']}"
+        if not all(isinstance(item, str) for item in params.get("link", [])):
+            return f"parameter 'link' of #{self.attribute} must hold strings"
+        return None
 
     def check_chip(self, chip):
         """Raise a CompileError naming the supported chips when LLVM does not know `chip`."""

@@ -5,7 +5,7 @@ import re
 from .. import toolchain
 from ..cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
-from .base import Library, Target, run_tool
+from .base import COMMON_PARAMETERS, Library, Target, run_tool
 
 
 class NVVM(Target):
@@ -13,7 +13,14 @@ class NVVM(Target):
     attribute = "nvvm.target"
     default_triple = "nvptx64-nvidia-cuda"
     default_chip = "sm_50"
-    install_hint = "install a CUDA toolkit or the PyPI wheel nvidia-cuda-nvcc, or pass --toolkit"
+    parameters = {**COMMON_PARAMETERS, "features": str, "verifyTarget": bool}
+
+    def parameter_problem(self, params):
+        problem = super().parameter_problem(params)
+        options = params.get("flags", {}).get("ptxas-cmd-options")
+        if problem is None and options is not None and not isinstance(options, list):
+            problem = 'flags "ptxas-cmd-options" must be an array of strings'
+        return problem
 
     def toolkit(self, options):
         return toolchain.cuda_toolkit(options.toolkit)
@@ -29,7 +36,7 @@ class NVVM(Target):
             if needs:
                 raise ToolMissing(
                     f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was found",
-                    fix=self.install_hint,
+                    fix=toolchain.INSTALL["cuda"],
                 )
         return [Library(path) for path in paths]
 

@@ -9,7 +9,7 @@ import re
 from .. import toolchain
 from ..bundle import make_bundle
 from ..errors import CompileError
-from .base import Library, Target, run_tool
+from .base import COMMON_PARAMETERS, Library, Target, run_tool
 
 _STRIP = ("opencl.ocl.version", "llvm.ident")
 
@@ -56,7 +56,7 @@ class ROCDL(Target):
     attribute = "rocdl.target"
     default_triple = "amdgcn-amd-amdhsa"
     default_chip = "gfx900"
-    install_hint = "install the Debian package rocm-device-libs, or pass --toolkit / set ROCM_PATH"
+    parameters = {**COMMON_PARAMETERS, "features": str, "abi": str}
 
     def toolkit(self, options):
         return toolchain.rocm_toolkit(options.toolkit)

@@ -1,0 +1,282 @@
+"""Reading MLIR source text where build tools need it without running MLIR: comments, strings, brackets,
+symbols, attribute aliases, and the target lists of `gpu.module`s with their parameters.
+
+This never interprets code; translation is always done by the MLIR tools. Both the fast scan of source files
+(`scan`) and the splitting of mlir-opt's normalised output (`source`) read through here, so there is one
+reading of each construct. Anything not understood raises `Unreadable`; the scan then steps aside for mlir-opt.
+"""
+import bisect
+import functools
+import re
+
+
+class Unreadable(ValueError):
+    """This text is outside what is read here with certainty."""
+
+
+SYMBOL = re.compile(r'@("(?:[^"\\\n]|\\.)*"|[A-Za-z_$.\-0-9][\w$.\-]*)')
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}]|"')
+
+
+class Structure:
+    """A source's text three ways: as written, `clean` (comments blanked), `masked` (comments and string
+    contents blanked; every offset stays the same), plus the `{` nesting depth at any offset. One
+    regular-expression pass, linear in the text: this runs for every changed source on every build."""
+
+    def __init__(self, text):
+        clean, masked, self._breaks, self._depths = [], [], [0], [0]
+        depth = pos = 0
+        for match in _TOKENS.finditer(text):
+            start, end = match.span()
+            token = match.group()
+            between = text[pos:start]
+            clean.append(between)
+            masked.append(between)
+            if token == '"':
+                raise Unreadable("unterminated string")
+            if token[0] == '"':
+                clean.append(token)
+                masked.append('"' + " " * (len(token) - 2) + '"')
+            elif token[0] == "/":
+                clean.append(" " * len(token))
+                masked.append(" " * len(token))
+            else:
+                depth += 1 if token == "{" else -1
+                if depth < 0:
+                    raise Unreadable("unbalanced '}'")
+                self._breaks.append(end)
+                self._depths.append(depth)
+                clean.append(token)
+                masked.append(token)
+            pos = end
+        if depth:
+            raise Unreadable("unbalanced '{'")
+        clean.append(text[pos:])
+        masked.append(text[pos:])
+        self.text = text
+        self.clean = "".join(clean)
+        self.masked = "".join(masked)
+
+    def depth_at(self, position):
+        """`{` nesting depth just before `position`."""
+        return self._depths[bisect.bisect_right(self._breaks, position) - 1]
+
+
+def unescape_mlir_string(body):
+    """Decode the inside of an MLIR string literal (`\\\\`, `\\"`, `\\n`, `\\t`, `\\XX`) to bytes."""
+    out = bytearray()
+    simple = {"\\": 0x5C, '"': 0x22, "n": 0x0A, "t": 0x09}
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char != "\\":
+            out += char.encode("utf-8")
+            i += 1
+        elif i + 1 < len(body) and body[i + 1] in simple:
+            out.append(simple[body[i + 1]])
+            i += 2
+        elif re.fullmatch(r"[0-9A-Fa-f]{2}", body[i + 1 : i + 3]):
+            out.append(int(body[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raise Unreadable(f"bad escape in string {body[:40]!r}")
+    return bytes(out)
+
+
+def symbol_name(token):
+    """A symbol as written after `@` (bare or quoted) -> its name."""
+    if token.startswith('"'):
+        return unescape_mlir_string(token[1:-1]).decode("utf-8", "replace")
+    return token
+
+
+def read_symbol(clean, pos):
+    """The symbol `@name` at `pos` -> (name, end)."""
+    match = SYMBOL.match(clean, pos)
+    if not match:
+        raise Unreadable("expected a symbol")
+    return symbol_name(match.group(1)), match.end()
+
+
+def skip_space(text, pos):
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+@functools.cache
+def _bracket_tokens(open_char, close_char):
+    return re.compile(r'"(?:[^"\\]|\\.)*"|"|->|[' + re.escape(open_char + close_char) + "]", re.S)
+
+
+def matching_close(text, start, open_char, close_char):
+    """Index of the bracket closing the one at `start`, skipping string literals (and `->` arrows, whose `>`
+    closes nothing)."""
+    depth = 0
+    for match in _bracket_tokens(open_char, close_char).finditer(text, start):
+        token = match.group()
+        if token == open_char:
+            depth += 1
+        elif token == close_char:
+            depth -= 1
+            if depth == 0:
+                return match.start()
+        elif token == '"':
+            raise Unreadable("unterminated string")
+    raise Unreadable(f"unbalanced {open_char}{close_char}")
+
+
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_VALUE_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|->|[\[\](){}<>\n]')
+
+
+def value_end(masked, pos):
+    """End of an alias value starting at `pos`: the first newline outside every bracket (values may span
+    lines inside brackets), or the end of the text."""
+    stack = []
+    for match in _VALUE_TOKENS.finditer(masked, pos):
+        token = match.group()
+        if token == "\n":
+            if not stack:
+                return match.start()
+        elif token in _PAIRS:
+            stack.append(_PAIRS[token])
+        elif token in ")]}>":
+            if not stack or stack.pop() != token:
+                raise Unreadable("unbalanced brackets in an alias")
+    if stack:
+        raise Unreadable("unbalanced brackets in an alias")
+    return len(masked)
+
+
+_PARAM_TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<id>[A-Za-z_][\w$.\-]*)|(?P<punct>[\[\]{}<>=,:]))'
+)
+
+
+class _Tokens:
+    def __init__(self, text):
+        self.items = []
+        pos = 0
+        while pos < len(text):
+            match = _PARAM_TOKEN.match(text, pos)
+            if not match or match.end() == pos:
+                if text[pos:].strip() == "":
+                    break
+                raise Unreadable(f"unexpected text {text[pos:pos + 20]!r}")
+            pos = match.end()
+            kind = match.lastgroup
+            self.items.append((kind, match.group(kind)))
+        self.pos = 0
+
+    def peek(self):
+        return self.items[self.pos] if self.pos < len(self.items) else (None, None)
+
+    def take(self, value=None):
+        kind, text = self.peek()
+        if kind is None or (value is not None and text != value):
+            raise Unreadable(f"expected {value!r}, got {text!r}")
+        self.pos += 1
+        return kind, text
+
+
+def _value(tokens, depth):
+    if depth > 32:
+        raise Unreadable("attribute nested too deeply")
+    kind, text = tokens.take()
+    if kind == "str":
+        return unescape_mlir_string(text[1:-1]).decode("utf-8", "replace")
+    if kind == "num":
+        if tokens.peek()[1] == ":":  # typed integer, e.g. `3 : i32`
+            tokens.take(":")
+            tokens.take()
+        return int(text)
+    if text == "[":
+        items = []
+        while tokens.peek()[1] != "]":
+            items.append(_value(tokens, depth + 1))
+            if tokens.peek()[1] != "]":
+                tokens.take(",")
+        tokens.take("]")
+        return items
+    if text == "{":
+        return _dictionary_rest(tokens, depth + 1)
+    if text in ("true", "false"):
+        return text == "true"
+    if kind == "id":
+        return text
+    raise Unreadable(f"unexpected {text!r}")
+
+
+def _dictionary_rest(tokens, depth=0):
+    entries = {}
+    while tokens.peek()[1] != "}":
+        kind, key = tokens.take()
+        if kind == "str":
+            key = unescape_mlir_string(key[1:-1]).decode("utf-8", "replace")
+        elif kind != "id":
+            raise Unreadable(f"unexpected {key!r}")
+        if key in entries:
+            raise Unreadable(f"duplicate key {key!r}")
+        if tokens.peek()[1] == "=":
+            tokens.take("=")
+            entries[key] = _value(tokens, depth)
+        else:
+            entries[key] = True  # unit attribute
+        if tokens.peek()[1] != "}":
+            tokens.take(",")
+    tokens.take("}")
+    return entries
+
+
+def parse_parameters(text):
+    """`O = 3, chip = "sm_90", flags = {fast}` -> {'O': 3, 'chip': 'sm_90', 'flags': {'fast': True}}."""
+    tokens = _Tokens("{" + text + "}")
+    tokens.take("{")
+    entries = _dictionary_rest(tokens)
+    if tokens.peek()[0] is not None:
+        raise Unreadable("text after the parameters")
+    return entries
+
+
+_ATTRIBUTE = re.compile(r"#([\w$.\-]+)")
+
+
+def target_list(clean, start, aliases, target_for_attribute):
+    """The target list `[#nvvm.target<...>, #alias, ...]` at `start` -> ([(target, text, params)], end).
+
+    `aliases` maps alias names to their value text (a chain of aliases is followed); `target_for_attribute`
+    maps an attribute name (`nvvm.target`) to its target, or None. Anything else in the list is Unreadable."""
+    close = matching_close(clean, start, "[", "]")
+    body = clean[start + 1 : close]
+    found = []
+    pos = skip_space(body, 0)
+    while pos < len(body):
+        match = _ATTRIBUTE.match(body, pos)
+        if not match:
+            raise Unreadable("expected a target attribute")
+        name, end = match.group(1), match.end()
+        params = None
+        if end < len(body) and body[end] == "<":
+            close_params = matching_close(body, end, "<", ">")
+            params, end = body[end + 1 : close_params], close_params + 1
+        found.append(_target(name, params, aliases, target_for_attribute))
+        pos = skip_space(body, end)
+        if pos < len(body):
+            if body[pos] != ",":
+                raise Unreadable("expected ',' in a target list")
+            pos = skip_space(body, pos + 1)
+    return found, close + 1
+
+
+def _target(name, params, aliases, target_for_attribute, depth=0):
+    target = target_for_attribute(name)
+    if target is not None:
+        values = parse_parameters(params) if params and params.strip() else {}
+        return target, f"#{name}<{params}>" if params and params.strip() else f"#{name}", values
+    if params is None and name in aliases and depth < 8:
+        value = aliases[name].strip()
+        match = re.fullmatch(r"#([\w$.\-]+)(?:<(.*)>)?", value, re.S)
+        if match:
+            return _target(match.group(1), match.group(2), aliases, target_for_attribute, depth + 1)
+    raise Unreadable(f"#{name} is not a target attribute read here")

@@ -1,0 +1,6 @@
+!t = f32
+module attributes {gpu.container_module} {
+  gpu.module @k [#nvvm.target<chip = "sm_80">] {
+    llvm.func @kernel(%arg0: f32) attributes {gpu.kernel, nvvm.kernel} { llvm.return }
+  }
+}

@@ -1,0 +1,10 @@
+module {
+  llvm.func @main_kernel() { llvm.return }
+  func.func @main(%n: index) {
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %n, %gz = %n)
+               threads(%tx, %ty, %tz) in (%sx = %n, %sy = %n, %sz = %n) {
+      gpu.terminator
+    }
+    return
+  }
+}

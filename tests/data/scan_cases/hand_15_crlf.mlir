@@ -1,0 +1,6 @@
+module attributes {gpu.container_module} {
+  // comment
+  gpu.module @k [#nvvm.target<chip = "sm_80">] {
+    llvm.func @kernel(%arg0: f32) attributes {gpu.kernel, nvvm.kernel} { llvm.return }
+  }
+}

@@ -1,0 +1,5 @@
+!t = f32
+module {
+  gpu.module @k [#nvvm.target] {
+  }
+}
