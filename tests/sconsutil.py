@@ -14,10 +14,7 @@ TOOLPATH = os.path.join(ROOT, "site_scons", "site_tools")
 SCONSTRUCT = """\
 env = Environment(tools=["default", "mlirgpu"], toolpath=[{toolpath!r}])
 env.SetDefault(MLIRGPU_EXTRA=1)
-if not env["GPU_CHIP"]:
-    env["GPU_CHIP"] = "sm_80"
-if not env["GPU_TARGET"]:
-    env["GPU_TARGET"] = "nvvm"
+env.SetDefault(GPU_CHIP="sm_80", GPU_TARGET="nvvm")
 for name in ("a", "b", "c"):
     env.GpuObject(name, name + ".mlir")
 env.GpuObject("d", "d.mlir", GPU_LINKLIBS=["lib.bc"])

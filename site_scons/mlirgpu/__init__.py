@@ -6,19 +6,18 @@
 
 The names below are loaded when first used, so `mlirgpu compile` can start its LLVM worker before it imports
 the pipeline (the two start-ups overlap).
+
+This package is also the SCons tool `mlirgpu` (`generate`/`exists`, body in `scons_tool`): SCons loads a tool
+from its toolpath under the tool's name, which is this package's name, so the tool is the package itself:
+`toolpath=[mlirgpu.TOOLPATH]` (the folder holding the package), or `site_scons/site_tools/mlirgpu`, a link to it.
 """
 import importlib
 import os
 
 __version__ = "0.1.0"
 
-# For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project: the tool ships inside
-# the installed package (mlirgpu/site_tools), and lives in site_scons/site_tools in a checkout.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLPATH = next(
-    path for path in (os.path.join(_HERE, "site_tools"), os.path.join(os.path.dirname(_HERE), "site_tools"))
-    if os.path.isdir(os.path.join(path, "mlirgpu"))
-)
+# For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
+TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _LAZY = {"CompileError": "errors", "CompileOptions": "options", "STAGES": "pipeline", "compile_file": "pipeline",
          "compile_to_object": "pipeline"}
@@ -28,6 +27,20 @@ def __getattr__(name):
     if name in _LAZY:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def generate(env):
+    """SCons tool entry point (see mlirgpu.scons_tool)."""
+    from .scons_tool import generate as generate_tool
+
+    generate_tool(env)
+
+
+def exists(env):
+    """SCons tool entry point (see mlirgpu.scons_tool)."""
+    from .scons_tool import exists as tool_exists
+
+    return tool_exists(env)
 
 
 __all__ = ["STAGES", "TOOLPATH", "CompileError", "CompileOptions", "compile_file", "compile_to_object"]

@@ -21,10 +21,12 @@ import html
 import io
 import json
 import os
+import posixpath
 import re
 import tarfile
 
 from . import resources, toolchain
+from .cmdline import tokenize_cmd_options
 from .errors import CompileError
 
 SCHEMA = "scons-mlir-gpu/manifest"
@@ -46,33 +48,100 @@ def _rel(path, root):
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
-def _kernels(job, dump_dir, options, toolkit):
-    isa_path = os.path.join(dump_dir, f"{job['stem']}.isa")
+def _kernels(job, dump_dir, options, toolkit, prefix):
+    isa_path = os.path.join(dump_dir, f"{prefix}{job['stem']}.isa")
     if job["target"] == "nvvm":
         ptxas = toolchain.cuda_tool("ptxas", toolchain.cuda_toolkit(toolkit or None))
-        extra = options.get("opts", "").split()
+        extra = tokenize_cmd_options(options.get("opts", "") or "")
         return resources.nvvm_kernels(ptxas, isa_path, job["chip"], job["opt_level"], extra)
     with open(isa_path, encoding="utf-8") as handle:
         return resources.rocdl_kernels(handle.read(), job["chip"])
+
+
+def find_records(paths):
+    """The record files named by `paths`: a record itself, or every `*mlirgpu.json` in a dump folder (one per
+    compile; several with --dump-prefix)."""
+    records = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith("mlirgpu.json"))
+            if not found:
+                raise CompileError("no mlirgpu.json record in this folder", file=path,
+                                   fix="name a dump folder of a compile with --dump-intermediates / DUMP=1")
+            records += found
+        elif os.path.isfile(path):
+            records.append(path)
+        else:
+            raise CompileError("no such record or dump folder", file=path, fix="name a dump folder or its record")
+    return records
+
+
+def _plain(name):
+    return isinstance(name, str) and name == os.path.basename(name) and name not in ("", ".", "..")
+
+
+def read_record(record_path):
+    """A record, checked: what it lists are plain names in its own folder, with the fields we read. Anything
+    else is a CompileError naming the record (never a file outside its folder)."""
+    def broken(why):
+        return CompileError(f"not a usable mlirgpu record: {why}", file=record_path,
+                            fix="rebuild the object with dumps on; records are written by mlirgpu compile")
+
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise broken(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if not isinstance(record, dict) or record.get("schema") != "scons-mlir-gpu/object-record":
+        raise broken("no scons-mlir-gpu/object-record schema")
+    try:
+        jobs, dumps = record["jobs"], record["dumps"]
+        assert isinstance(jobs, list) and isinstance(dumps, list) and all(_plain(name) for name in dumps)
+        for job in jobs:
+            assert all(isinstance(job[key], str) for key in ("module", "target", "chip", "stem", "features"))
+            assert isinstance(job["opt_level"], int) and all(_plain(name) for name in job["dumps"])
+            assert set(job["dumps"]) <= set(dumps)
+        assert isinstance(record["options"], dict) and isinstance(record["binaries"], list)
+        assert isinstance(record.get("dump_prefix", ""), str) and isinstance(record["warnings"], list)
+        assert isinstance(record.get("sha256", {}), dict)
+    except (AssertionError, KeyError, TypeError) as exc:
+        raise broken(f"unexpected content ({type(exc).__name__} {exc})".replace(" ()", "")) from None
+    return record
+
+
+def _checked_sha256(path, record, name, record_path):
+    """The file's sha256, which must equal the record's: a file changed after the compile, or restored
+    damaged from a build cache, is an error rather than a wrong manifest."""
+    try:
+        digest = _sha256(path)
+    except OSError as exc:
+        raise CompileError(f"cannot read '{name}' that the record lists: {exc.strerror}", file=record_path,
+                           fix="rebuild the object") from None
+    expected = record.get("sha256", {}).get(name)
+    if expected is not None and expected != digest:
+        raise CompileError(f"'{name}' differs from what the compile wrote (changed since, or restored damaged "
+                           "from a cache)", file=record_path, fix="rebuild the object")
+    return digest
 
 
 def build_manifest(record_paths, root, versions, toolkit=""):
     """The manifest (a dict) for the objects whose records are `record_paths`, paths relative to `root`."""
     objects = []
     for record_path in sorted(record_paths, key=lambda p: _rel(p, root)):
-        with open(record_path, encoding="utf-8") as handle:
-            record = json.load(handle)
+        record = read_record(record_path)
         dump_dir = os.path.dirname(record_path)
+        prefix = record.get("dump_prefix", "")
         jobs = []
         for job in record["jobs"]:
             intermediates = {}
             for name in job["dumps"]:
                 path = os.path.join(dump_dir, name)
-                suffix = name[len(record.get("dump_prefix", "")) + len(job["stem"]) + 1:]
-                intermediates[suffix] = {"path": _rel(path, root), "sha256": _sha256(path)}
+                suffix = name[len(prefix) + len(job["stem"]) + 1:]
+                intermediates[suffix] = {"path": _rel(path, root),
+                                         "sha256": _checked_sha256(path, record, name, record_path)}
             jobs.append({key: job[key] for key in ("module", "target", "chip", "opt_level", "features")}
                         | {"intermediates": intermediates,
-                           "kernels": _kernels(job, dump_dir, record["options"], toolkit)})
+                           "kernels": _kernels(job, dump_dir, record["options"], toolkit, prefix)})
         extra = sorted(set(record["dumps"]) - {n for job in record["jobs"] for n in job["dumps"]})
         objects.append({
             "source": record["source"],
@@ -82,7 +151,8 @@ def build_manifest(record_paths, root, versions, toolkit=""):
             "binaries": record["binaries"],
             "jobs": jobs,
             "other_files": [{"path": _rel(os.path.join(dump_dir, n), root),
-                             "sha256": _sha256(os.path.join(dump_dir, n))} for n in extra],
+                             "sha256": _checked_sha256(os.path.join(dump_dir, n), record, n, record_path)}
+                            for n in extra],
         })
     return {"schema": SCHEMA, "version": VERSION, "toolchain": versions, "objects": objects}
 
@@ -159,20 +229,30 @@ def _label(key):
     return " ".join([key[0], f"@{key[1]}", f"{key[2]} {key[3]}"] + ([key[4]] if len(key) > 4 else []))
 
 
+def md(text):
+    """`text` as literal Markdown: one line, every character Markdown or HTML could read as structure (a table
+    cell, a link, an image, emphasis, a tag) escaped, so names from sources never become report structure."""
+    text = " ".join(str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"[\\`*\[\]|~!]", lambda match: "\\" + match.group(), text)
+    text = text.replace("://", "\\://").replace("www.", "www\\.")  # no autolinks either
+    return re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\_", text)  # `_` inside a word is never emphasis
+
+
 def markdown_report(manifest, changes=None, broken=()):
-    lines = ["# GPU kernels", "", f"Manifest schema {SCHEMA} v{VERSION}. Toolchain: " +
-             "; ".join(f"{k} {v}" for k, v in sorted(manifest["toolchain"].items())), ""]
+    lines = ["# GPU kernels", "", f"Manifest schema {md(SCHEMA)} v{VERSION}. Toolchain: " +
+             "; ".join(f"{md(k)} {md(v)}" for k, v in sorted(manifest["toolchain"].items())), ""]
     if broken:
-        lines += ["## Regressions (the build fails)", ""] + [f"- {item}" for item in broken] + [""]
+        lines += ["## Regressions (the build fails)", ""] + [f"- {md(item)}" for item in broken] + [""]
     if changes is not None:
         lines += ["## Changes against the baseline", ""]
-        lines += [f"- added: {_label(k)}" for k in changes["added"]]
-        lines += [f"- removed: {_label(k)}" for k in changes["removed"]]
-        lines += [f"- ISA changed: {_label(k)}" for k in changes["isa_changed"]]
+        lines += [f"- added: {md(_label(k))}" for k in changes["added"]]
+        lines += [f"- removed: {md(_label(k))}" for k in changes["removed"]]
+        lines += [f"- ISA changed: {md(_label(k))}" for k in changes["isa_changed"]]
         for key, metric, before, after in changes["metrics"]:
             arrow = "up" if after > before else "down"
             pct = f" ({(after - before) / before * 100:+.0f}%)" if before else ""
-            lines.append(f"- {_label(key)}: {metric} {arrow} {before} -> {after}{pct}")
+            lines.append(f"- {md(_label(key))}: {metric} {arrow} {before} -> {after}{pct}")
         if not any(changes.values()):
             lines.append("- no change")
         lines.append("")
@@ -180,7 +260,7 @@ def markdown_report(manifest, changes=None, broken=()):
               "|---|---|---|---|---|---:|---:|---:|---:|---:|"]
     for key, kernel in sorted(kernel_rows(manifest).items()):
         occupancy = kernel.get("occupancy")
-        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {kernel['registers']} | "
+        lines.append(f"| {' | '.join(md(part) for part in key)} | {kernel['registers']} | "
                      f"{kernel['spills']} | {kernel['shared_bytes']} | {kernel['local_bytes']} | "
                      f"{'' if occupancy is None else occupancy} |")
     return "\n".join(lines) + "\n"
@@ -240,14 +320,13 @@ def html_report(manifest, changes=None, broken=()):
             f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_archive(path, root, members):
-    """A reproducible .tar.gz of `members` (paths relative to `root`): sorted, fixed times and owners."""
+def write_archive(members):
+    """A reproducible .tar.gz of `members` ({member name: bytes}): sorted, fixed times and owners."""
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as compressed:
         with tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT) as archive:
-            for name in sorted(set(members)):
-                with open(os.path.join(root, name), "rb") as handle:
-                    data = handle.read()
+            for name in sorted(members):
+                data = members[name]
                 info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode = len(data), 0, 0o644
                 info.uid = info.gid = 0
@@ -281,9 +360,9 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
         try:
             with open(baseline, encoding="utf-8") as handle:
                 changes = compare(manifest, json.load(handle))
-        except (OSError, ValueError) as exc:
-            raise CompileError(f"cannot read the baseline manifest: {exc}", file=baseline,
-                               fix="pass the gpu-manifest.json of an earlier build") from exc
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CompileError(f"cannot read the baseline manifest ({type(exc).__name__})", file=baseline,
+                               fix="pass the gpu-manifest.json of an earlier build") from None
     elif rules:
         raise CompileError("GPU_FAIL_ON needs a baseline", fix="set GPU_BASELINE to an earlier gpu-manifest.json")
     broken = violations(changes, rules) if changes is not None else []
@@ -291,9 +370,40 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     write_atomic(os.path.join(out_dir, names["manifest"]), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken))
     write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken))
-    members = manifest_files(manifest) + [names["manifest"], names["markdown"], names["html"]]
-    write_atomic(os.path.join(out_dir, names["archive"]), write_archive(names["archive"], out_dir, members))
+    write_atomic(os.path.join(out_dir, names["archive"]), write_archive(_archive_members(manifest, out_dir, names)))
     return broken
+
+
+def _archive_members(manifest, out_dir, names):
+    """{member name: bytes}: the reports, the manifest and every file it lists. A file inside the output folder
+    keeps its path; one outside it (dumps elsewhere) goes to `outside/<n>-<folder>/`, and the archive's copy of
+    the manifest names it there, so no member name holds `..` or an absolute path and the archive unpacks
+    anywhere as a whole."""
+    mapping, folders = {}, {}
+    for path in manifest_files(manifest):
+        if path.startswith("../") or path == ".." or os.path.isabs(path):
+            folder, name = posixpath.split(path)
+            index = folders.setdefault(folder, len(folders))
+            mapping[path] = f"outside/{index}-{posixpath.basename(folder) or 'root'}/{name}"
+        else:
+            mapping[path] = path
+    members = {}
+    for path, member in mapping.items():
+        with open(os.path.join(out_dir, path), "rb") as handle:
+            members[member] = handle.read()
+    archived = json.loads(json.dumps(manifest))
+    for obj in archived["objects"]:
+        obj["record"] = mapping[obj["record"]]
+        for item in obj["other_files"]:
+            item["path"] = mapping[item["path"]]
+        for job in obj["jobs"]:
+            for item in job["intermediates"].values():
+                item["path"] = mapping[item["path"]]
+    members[names["manifest"]] = (json.dumps(archived, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    for kind in ("markdown", "html"):
+        with open(os.path.join(out_dir, names[kind]), "rb") as handle:
+            members[names[kind]] = handle.read()
+    return members
 
 
 def toolchain_versions(toolkit=""):

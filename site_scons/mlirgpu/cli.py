@@ -3,73 +3,85 @@
     mlirgpu compile IN.mlir -o OUT.o [options]        compile (see README for the options)
     mlirgpu list-outputs IN.mlir -o OUT.o [options]   the files that compile would write, one per line
     mlirgpu artifacts DUMPDIR... -o OUTDIR            CI manifest, reports and archive
+
+The options come from one table (mlirgpu.options) shared with the SCons tool and the Python API. Every failure
+is one line on stderr, `mlirgpu: FILE[:LINE]: error: WHAT (fix: HOW)`, and exit code 1 (2 for a command line
+that cannot be read); a bug of ours is one line naming where it happened, its traceback shown with -v or
+MLIRGPU_DEBUG=1.
 """
 import argparse
 import os
 import sys
 import time
 
-from . import workers
-from .errors import CompileError
+from . import __version__, workers
+from .errors import CompileError, InternalError
 from .fsutil import remove_quietly
-from .options import FORMATS, CompileOptions
+from .options import OPTIONS, CompileOptions
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as our one line (exit code 2) instead of a usage block."""
+
+    def error(self, message):
+        sys.stderr.write(f"mlirgpu: error: {message} (fix: see `{self.prog} --help`)\n")
+        sys.exit(2)
 
 
 def _compile_options(command):
-    command.add_argument("input")
-    command.add_argument("-o", "--output", required=True)
-    command.add_argument("--format", default="fatbin", help=" | ".join(FORMATS))
-    command.add_argument("--section", default="", help="ELF section of the embedded binaries (default .rodata)")
-    command.add_argument("--layout", default="plain",
-                         help="plain | vendor (.nv_fatbin/.hip_fatbin sections that cuobjdump and HIP tools read)")
-    command.add_argument("--toolkit", default="", help="CUDA or ROCm root")
-    command.add_argument("-l", dest="link_libs", action="append", default=[], metavar="LIB.bc")
-    command.add_argument("--opts", default="", help="extra options for ptxas")
-    command.add_argument("--dump-intermediates", dest="dump_dir", default="", metavar="DIR")
-    command.add_argument("--dump-prefix", default="", help="prefix of every dump file name (for flat folders)")
-    command.add_argument("--target", default="", help="nvvm | rocdl: for gpu.modules that carry none (lowered first)")
-    command.add_argument("--chip", default="", help="chip, or chips separated by commas")
-    command.add_argument("--features", default="")
-    command.add_argument("-O", dest="opt_level", type=int, default=None, help="0-3")
-    command.add_argument("--host-code", default="compile",
-                         help="compile | ignore: keep MLIR's launch glue for host code, or embed only the binaries")
-    command.add_argument("--header", default="", metavar="FILE.h", help="write a C header describing the object")
-    command.add_argument("--symbol-prefix", default="", help="prefix of every C symbol of the object")
-    command.add_argument("--depfile", default="", metavar="FILE.d",
-                         help="write a Make-style depfile: source, linked libraries, device libraries, tools")
+    command.add_argument("input", help="the .mlir source")
+    command.add_argument("-o", "--output", required=True, metavar="OUT.o", help="the host object to write")
+    for option in OPTIONS:
+        choices = option.choices
+        if option.name == "target":
+            from .targets import TARGETS
+
+            choices = tuple(TARGETS)
+        kwargs = {"dest": option.name, "help": option.help, "metavar": option.metavar}
+        if choices:
+            kwargs.update(choices=choices, metavar=None)
+            kwargs["help"] += f" ({', '.join(choices)})"
+        if option.name == "link_libs":
+            command.add_argument(option.flag, action="append", default=[], **kwargs)
+        else:
+            default = getattr(CompileOptions(), option.name)
+            command.add_argument(option.flag, default="" if default is None else default, **kwargs)
+    command.add_argument("-v", "--verbose", action="store_true",
+                         help="on errors, show the tools' output, repro commands and tracebacks")
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="mlirgpu", description="Stage-by-stage MLIR GPU compiler.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="mlirgpu", description="Stage-by-stage MLIR GPU compiler (byte-identical to "
+                                                 "mlir-opt --gpu-module-to-binary of MLIR 22).")
+    parser.add_argument("--version", action="version", version=f"mlirgpu {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     compile_ = commands.add_parser("compile", help="compile the gpu.modules of a .mlir file to a host object")
     _compile_options(compile_)
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
-    compile_.add_argument("-v", "--verbose", action="store_true", help="show tool output and repro commands on errors")
     listing = commands.add_parser("list-outputs", help="print the files `compile` with the same options writes")
     _compile_options(listing)
     artifacts = commands.add_parser("artifacts", help="manifest, reports and archive from compiles' dump folders")
     artifacts.add_argument("dumps", nargs="+", help="dump folders (or their mlirgpu.json records)")
-    artifacts.add_argument("-o", "--output-dir", required=True)
+    artifacts.add_argument("-o", "--output-dir", required=True, help="where to write them")
     artifacts.add_argument("--baseline", default="", help="an earlier gpu-manifest.json to compare with")
     artifacts.add_argument("--fail-on", default="", help="e.g. spills,registers+10%%: exit 1 on such a regression")
     artifacts.add_argument("--toolkit", default="", help="CUDA root for ptxas -v")
+    artifacts.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
     return parser
 
 
 def _options(args):
-    return CompileOptions(
-        format=args.format, section=args.section, toolkit=args.toolkit, link_libs=tuple(args.link_libs),
-        opts=args.opts, dump_dir=args.dump_dir, target=args.target, chip=args.chip, features=args.features,
-        opt_level=args.opt_level, layout=args.layout, header=args.header, symbol_prefix=args.symbol_prefix,
-        host_code=args.host_code, dump_prefix=args.dump_prefix, depfile=args.depfile,
-    )
+    values = {option.name: getattr(args, option.name) for option in OPTIONS}
+    values["link_libs"] = tuple(values["link_libs"])
+    values["opt_level"] = values["opt_level"] or None
+    return CompileOptions(**values)
 
 
 def _list_outputs(args):
+    from .pipeline import check_options
     from .scan import planned_outputs
 
-    options = _options(args)
+    options = check_options(args.input, _options(args))
     outputs = [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
         outputs += [os.path.normpath(os.path.join(options.dump_dir, name))
@@ -82,12 +94,8 @@ def _artifacts(args):
     from . import artifacts
 
     records = [os.path.join(p, "mlirgpu.json") if os.path.isdir(p) else p for p in args.dumps]
-    try:
-        broken = artifacts.write_artifacts(records, args.output_dir, artifacts.toolchain_versions(args.toolkit),
-                                           args.toolkit, args.baseline, args.fail_on)
-    except CompileError as exc:
-        print(f"mlirgpu: {exc}", file=sys.stderr)
-        return 1
+    broken = artifacts.write_artifacts(records, args.output_dir, artifacts.toolchain_versions(args.toolkit),
+                                       args.toolkit, args.baseline, args.fail_on)
     for item in broken:
         print(f"mlirgpu: regression: {item}", file=sys.stderr)
     return 1 if broken else 0
@@ -95,22 +103,19 @@ def _artifacts(args):
 
 def _compile(args):
     workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
-    from .pipeline import compile_to_object, translate_many
+    from .pipeline import check_options, compile_to_object, translate_many
 
-    options = _options(args)
+    options = check_options(args.input, _options(args))
     started = time.perf_counter()
     translated = translate_many([args.input], at_least=1).get(args.input)  # failures: the worker reports them
     translating = time.perf_counter() - started
     try:
         result = compile_to_object(args.input, args.output, options, translated)
-    except CompileError as exc:
+    except CompileError:
         for stale in (args.output, options.header, options.depfile):
-            if stale and os.path.realpath(stale) != os.path.realpath(args.input):
+            if stale and os.path.realpath(stale) != os.path.realpath(args.input) and not os.path.isdir(stale):
                 remove_quietly(stale)  # an old file must not pass for the result of this compile
-        print(f"mlirgpu: {exc}", file=sys.stderr)
-        if args.verbose and exc.detail:
-            print(exc.detail, file=sys.stderr)
-        return 1
+        raise
     for warning in result.warnings:
         print(f"mlirgpu: {warning}", file=sys.stderr)
     if args.timings:
@@ -123,4 +128,14 @@ def _compile(args):
 
 def main(argv=None):
     args = _parser().parse_args(argv)
-    return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts}[args.command](args)
+    debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
+    try:
+        return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts}[args.command](args)
+    except CompileError as exc:
+        error = exc
+    except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
+        error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
+    print(f"mlirgpu: {error}", file=sys.stderr)
+    if debug and error.detail:
+        print(error.detail, file=sys.stderr)
+    return 1

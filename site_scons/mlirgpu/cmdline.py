@@ -9,9 +9,11 @@ arguments (and other binaries) for inputs such as `"--maxrregcount=40 -v"`.
 _WHITESPACE = " \t\r\n"
 
 
-def gnu_tokenize(text):
-    """`llvm::cl::TokenizeGNUCommandLine(text)` without response-file line marks."""
+def gnu_tokenize(text, report_unclosed=False):
+    """`llvm::cl::TokenizeGNUCommandLine(text)` without response-file line marks (with `report_unclosed`:
+    (tokens, whether a quote was left open))."""
     tokens = []
+    unclosed = False
     token = []
     i, end = 0, len(text)
     while i < end:
@@ -33,6 +35,7 @@ def gnu_tokenize(text):
                 token.append(text[i])
                 i += 1
             if i == end:
+                unclosed = True
                 break
             i += 1
             continue
@@ -46,12 +49,21 @@ def gnu_tokenize(text):
         i += 1
     if token:
         tokens.append("".join(token))
-    return tokens
+    return (tokens, unclosed) if report_unclosed else tokens
+
+
+def _unquoted(text):
+    for quote in ('"', "'"):
+        if len(text) >= 1 and text[0] == quote and text[-1] == quote:
+            text = text[1:-1] if len(text) >= 2 else ""
+    return text
 
 
 def tokenize_cmd_options(text):
     """Upstream's `TargetOptions::tokenizeCmdOptions` (the `opts=` of gpu-module-to-binary)."""
-    for quote in ('"', "'"):
-        if len(text) >= 1 and text[0] == quote and text[-1] == quote:
-            text = text[1:-1] if len(text) >= 2 else ""
-    return gnu_tokenize(text)
+    return gnu_tokenize(_unquoted(text))
+
+
+def unclosed_quote(text):
+    """Whether upstream's tokenizer would run to the end inside a quote (it accepts that; we refuse it)."""
+    return gnu_tokenize(_unquoted(text), report_unclosed=True)[1]

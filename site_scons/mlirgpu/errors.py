@@ -2,8 +2,37 @@
 
 Every failure a user can cause (bad input, a missing tool, an unwritable folder, an LLVM crash) becomes a
 `CompileError` that names the file, the line where one is known, and what to do about it. The CLI prints
-`str(error)` as a single line and exits 1; the SCons tool turns it into a build error for the target.
+`str(error)` as a single line and exits 1; the SCons tool turns it into a build error for the target. A bug of
+ours becomes an `InternalError`: one line naming the stage, its traceback kept for `-v` / `MLIRGPU_DEBUG=1`.
+
+A fix that names an option is written as `{option:NAME}` or `{option:NAME=VALUE}` (see options.hint) and shown
+in the front end's terms: `--chip sm_90` (CLI, the default), `GPU_CHIP=sm_90` (SCons), `chip="sm_90"` (API).
 """
+import re
+
+_STYLE = ["cli"]
+MAX_MESSAGE = 600  # characters of a message on its one line; the whole text stays in `detail`
+
+
+def set_style(style):
+    """How fixes name options in this process: 'cli', 'scons' or 'api'."""
+    _STYLE[0] = style
+
+
+def render_hints(text):
+    def one(match):
+        from .options import BY_NAME
+
+        option, value = BY_NAME.get(match.group(1)), match.group(2)
+        if option is None:
+            return match.group(0)
+        if _STYLE[0] == "scons" and option.variable:
+            return f"{option.variable}={value}" if value is not None else option.variable
+        if _STYLE[0] == "api":
+            return f"{option.name}={value!r}" if value is not None else option.name
+        return f"{option.flag} {value}" if value is not None else option.flag
+
+    return re.sub(r"\{option:(\w+)(?:=([^}]*))?\}", one, text)
 
 
 class CompileError(Exception):
@@ -20,6 +49,10 @@ class CompileError(Exception):
     def __reduce__(self):  # keep every field across the worker pipe
         return (_rebuild, (type(self), self.message, self.file, self.line, self.fix, self.detail))
 
+    def with_fix(self, fix):
+        self.fix = fix
+        return self
+
     def located(self, file, line=None):
         """Return this error with a location filled in where it had none."""
         if self.file is None:
@@ -29,10 +62,23 @@ class CompileError(Exception):
         return self
 
     def __str__(self):
-        text = f"{_where(self.file, self.line)}error: {_one_line(self.message)}"
+        text = f"{_where(self.file, self.line)}error: {_shortened(render_hints(_one_line(self.message)))}"
         if self.fix:
-            text += f" (fix: {self.fix})"
+            text += f" (fix: {render_hints(_one_line(self.fix))})"
         return text
+
+
+class InternalError(CompileError):
+    """An exception we did not expect: reported as one line naming where it happened; the traceback is the
+    detail (shown with -v or MLIRGPU_DEBUG=1)."""
+
+    @classmethod
+    def from_exception(cls, where, exc):
+        import traceback
+
+        return cls(f"internal error in {where} ({type(exc).__name__})",
+                   fix="please report it with the input; -v or MLIRGPU_DEBUG=1 shows the traceback",
+                   detail="".join(traceback.format_exception(exc)))
 
 
 class CompileWarning:
@@ -44,11 +90,10 @@ class CompileWarning:
         self.line = line
 
     def __str__(self):
-        return f"{_where(self.file, self.line)}warning: {_one_line(self.message)}"
+        return f"{_where(self.file, self.line)}warning: {_shortened(render_hints(_one_line(self.message)))}"
 
-    def without_label(self):
-        """`FILE:LINE: WHAT`, for reporters that add their own `warning:` label (SCons)."""
-        return f"{_where(self.file, self.line)}{_one_line(self.message)}"
+    def __reduce__(self):
+        return (_rebuild_warning, (self.message, self.file, self.line))
 
 
 def _where(file, line):
@@ -61,6 +106,14 @@ def _one_line(text):
     """Tool messages may span lines or hold control bytes; ours are one printable line, so logs stay greppable."""
     printable = "".join(ch if ch.isprintable() or ch == "\n" else " " for ch in str(text))
     return "; ".join(" ".join(part.split()) for part in printable.splitlines() if part.strip())
+
+
+def _shortened(text):
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 25] + f" ... ({len(text)} characters)"
+
+
+def _rebuild_warning(message, file, line):
+    return CompileWarning(message, file=file, line=line)
 
 
 def _rebuild(cls, message, file, line, fix, detail):

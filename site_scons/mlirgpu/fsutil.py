@@ -99,3 +99,40 @@ def remove_stale_temps(paths, whole_folders=()):
                 continue
             if names is None or entry[1:].rsplit(TEMP_MARK, 1)[0] in names:
                 remove_quietly(os.path.join(folder, entry))
+
+
+MAX_SOURCE_BYTES = 64 << 20  # a .mlir file larger than this is not a GPU module (and would not be read whole)
+
+
+def read_source(path):
+    """The bytes of a source file, refusing what is not one: a folder, a FIFO, a device or socket (which could
+    block or never end), or a file over MAX_SOURCE_BYTES. Opened without blocking and checked on the open file,
+    so a file swapped after a check is caught too."""
+    import stat as stat_module
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CompileError(f"cannot read: {exc.strerror}", file=path,
+                           fix="name an existing, readable .mlir file") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode):
+            kind = ("a folder" if stat_module.S_ISDIR(info.st_mode) else "a FIFO" if stat_module.S_ISFIFO(info.st_mode)
+                    else "a device" if stat_module.S_ISCHR(info.st_mode) or stat_module.S_ISBLK(info.st_mode)
+                    else "not a regular file")
+            raise CompileError(f"cannot read: it is {kind}", file=path, fix="name a regular .mlir file")
+        if info.st_size > MAX_SOURCE_BYTES:
+            raise CompileError(f"file of {info.st_size} bytes is larger than a GPU module source may be "
+                               f"({MAX_SOURCE_BYTES >> 20} MiB)", file=path, fix="split the file")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > MAX_SOURCE_BYTES:
+                raise CompileError("file grows while it is read", file=path, fix="name a regular .mlir file")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -19,7 +19,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import embed
 from . import source as sources
@@ -28,7 +28,8 @@ from .embed import Embedded
 from .errors import CompileError, CompileWarning
 from .fsutil import remove_quietly, remove_stale_temps, write_atomic
 from .naming import c_name, file_stem, job_names
-from .options import FORMATS, LAYOUTS
+from .mlirtext import SYMBOL
+from .options import hint
 
 
 @dataclass
@@ -110,8 +111,9 @@ def _stage_linked(ctx, job, _):
     ctx.dependencies += [library.path for library in libraries]
     for library in libraries:
         if not os.path.isfile(library.path):
-            raise CompileError(f"bitcode library '{library.path}' does not exist", file=job.source,
-                               line=job.module.line, fix="fix the -l / link=[...] path")
+            problem = "is not a regular file" if os.path.exists(library.path) else "does not exist"
+            raise CompileError(f"bitcode library '{library.path}' {problem}", file=job.source,
+                               line=job.module.line, fix=f"fix the {hint('link_libs')} / link=[...] path")
     return ctx.llvm("link", job.id, [lib.as_args() for lib in libraries], bool(ctx.options.dump_dir))
 
 
@@ -165,13 +167,15 @@ def plan(modules, source, options):
                 attr.target.check_chip(attr.chip)
             except CompileError as exc:
                 raise exc.located(source, module.line)
-            if stem in seen or symbol in seen:
-                other = seen.get(stem) or seen.get(symbol)
+            # File names may be told apart by case only on some systems, and the header's macros are upper case.
+            keys = (("file", stem.lower()), ("symbol", symbol.upper()))
+            other = next((seen[key] for key in keys if key in seen), None)
+            if other is not None:
                 raise CompileError(
                     f"gpu.module @{module.name} and @{other} map to the same file or symbol name '{stem}'",
                     file=source, line=module.line, fix="rename one of the modules",
                 )
-            seen[stem] = seen[symbol] = module.name
+            seen.update(dict.fromkeys(keys, module.name))
             jobs.append(Job(f"{len(jobs)}", source, module, attr, stem, symbol))
     return jobs
 
@@ -263,7 +267,7 @@ def _embeddings(ctx, source, jobs, outputs):
             index = _selected_index(module)
             mjobs = [mjobs[min(index, len(mjobs) - 1)]]
         for job in mjobs:
-            name = (c_name(module.name) if source.has_host_code else options.symbol_prefix + job.symbol)
+            name = options.symbol_prefix + (c_name(module.name) if source.has_host_code else job.symbol)
             fmt = options.format if not (options.format == "fatbin" and job.target.name == "rocdl") else "bin"
             embedded.append(Embedded(name, module.name, job.target.name, (job.chip,), fmt,
                                      _job_bytes(job, outputs[job.id], options.format)))
@@ -325,6 +329,8 @@ def check_output_roles(source, output, options, dump_names_):
     for role, path in roles:
         if not path:
             continue
+        if role != "the input" and os.path.isdir(path):
+            raise CompileError(f"{role} '{path}' is a folder", file=source, fix="name a file")
         key = os.path.realpath(path)
         if key in seen:
             raise CompileError(f"{role} and {seen[key]} are the same file '{path}'", file=source,
@@ -346,8 +352,7 @@ def _gpu_binary(module, jobs, outputs, options):
         if options.format == "isa":
             data = data[:-1]  # the object holds the text; the host translation adds the NUL
         objects.append(f"#gpu.object<{job.attr.text}, {properties}{kind}\"{_mlir_bytes(data)}\">")
-    symbol = module.text.split("@", 1)[1].split(None, 1)[0]
-    symbol = re.match(r'("(?:[^"\\]|\\.)*"|[\w$.\-]+)', symbol).group(1)
+    symbol = SYMBOL.search(module.text, module.text.index("gpu.module")).group(1)
     handler = f" {module.handler}" if module.handler else ""
     return f"  gpu.binary @{symbol}{handler} [{', '.join(objects)}]\n"
 
@@ -403,35 +408,34 @@ def _check_layout(source, options):
     return warnings
 
 
-def check_options(source, options):
-    """Reject option values no compile can use, before any work (the CLI and build tools pass strings)."""
-    from .options import HOST_CODE
+def check_options(source, options, environment=None):
+    """`options` validated (see options.validate) and resolved: target-neutral modules get the target's
+    default build chip when none is named. Raises a CompileError located in `source`."""
+    from .options import validate
     from .targets import TARGETS
 
-    checks = [
-        ("format", options.format, FORMATS), ("layout", options.layout, LAYOUTS),
-        ("host code mode", options.host_code, HOST_CODE), ("target", options.target, ("",) + tuple(TARGETS)),
-    ]
-    for what, value, allowed in checks:
-        if value not in allowed:
-            raise CompileError(f"unknown {what} '{value}'", file=source,
-                               fix=f"use one of {', '.join(a for a in allowed if a)}")
-    if options.opt_level is not None and options.opt_level not in (0, 1, 2, 3):
-        raise CompileError(f"invalid optimization level {options.opt_level}", file=source, fix="use 0, 1, 2 or 3")
+    try:
+        options = validate(options, TARGETS)
+        process.timeout()  # a bad MLIRGPU_TOOL_TIMEOUT is reported before anything runs
+    except CompileError as exc:
+        raise exc.located(source) from None
+    if options.target and not options.chip:
+        options = replace(options, chip=TARGETS[options.target].default_build_chip(options, environment))
+    return options
 
 
-def compile_file(source, options):
+def compile_file(source, options, environment=None):
     """Compile every gpu.module of `source`; returns the host object bytes and what was written.
 
-    The compile runs in a worker process (see `workers`)."""
-    return _in_worker("compile_file", source, options)
+    The compile runs in a worker process (see `workers`), with `environment` (default: this process's)."""
+    return _in_worker(environment, "compile_file", source, options)
 
 
-def compile_to_object(source, output, options, translated=None):
+def compile_to_object(source, output, options, translated=None, environment=None):
     """Compile `source` and write the host object (and the C header, when asked) atomically, in a worker.
 
     `translated`: this source's entry of `translate_many`, when a build translated several sources at once."""
-    return _in_worker("compile_to_object", source, output, options, translated)
+    return _in_worker(environment, "compile_to_object", source, output, options, translated)
 
 
 def _pieces_key(modules):
@@ -463,9 +467,10 @@ def translate_many(paths, at_least=2):
     return result
 
 
-def _in_worker(entry, *args):
+def _in_worker(environment, entry, *args):
+    check_options(args[0], args[-2] if entry == "compile_to_object" else args[-1])  # fail before a worker starts
     with workers.lease() as worker:
-        return worker.call(entry, *args, what=f"{args[0]}", where=(args[0], None))
+        return worker.call(entry, *args, what=f"{args[0]}", where=(args[0], None), environ=environment)
 
 
 def compile_here(source, options, translated=None, output=None):
@@ -480,7 +485,7 @@ def compile_here(source, options, translated=None, output=None):
 
 
 def _compile(source, options, translated=None, output=None):
-    check_options(source, options)
+    options = check_options(source, options)
     timings = {}
     started = time.perf_counter()
     from .scan import direct_source
@@ -493,6 +498,10 @@ def _compile(source, options, translated=None, output=None):
     if options.dump_dir:
         _prepare_dump_dir(options.dump_dir, source)
         remove_stale_temps([], whole_folders=[options.dump_dir])
+        # The previous record goes first: a compile that fails must not leave it to describe old dumps.
+        record_path = os.path.join(options.dump_dir, options.dump_prefix + RECORD_DUMP)
+        previous = _previous_dumps(record_path, project_path(source))
+        remove_quietly(record_path)
     started = time.perf_counter()
     caller_tools = []  # tools run for this compile outside this process
     try:
@@ -534,10 +543,9 @@ def _compile(source, options, translated=None, output=None):
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     header = embed.header(binaries, options.layout, options.section, source_name,
-                          "MLIRGPU_" + re.sub(r"\W", "_", os.path.splitext(source_name)[0]).upper() + "_H")
+                          embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if options.dump_dir:
-        record_name = options.dump_prefix + RECORD_DUMP
-        _remove_stale_dumps(options.dump_dir, record_name, ctx.dumps, project_path(source))
+        _remove_stale_dumps(options.dump_dir, previous, ctx.dumps)
         _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dump_hashes, warnings, obj))
         timings["dumps"] = ctx.timings["dumps"]
     tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
@@ -546,20 +554,25 @@ def _compile(source, options, translated=None, output=None):
                          header=header, warnings=warnings, dependencies=dependencies)
 
 
-def _remove_stale_dumps(folder, record_name, written, source):
-    """Remove the files the previous compile of the same source listed in its record that this compile does
-    not write (another target or chip), so a dump folder holds what its record lists. Only plain names inside
-    the folder count; a record of another source (a folder shared without --dump-prefix) is left alone."""
+def _previous_dumps(record_path, source):
+    """The plain file names the previous compile of the same source listed in its record (a record of another
+    source, in a folder shared without --dump-prefix, lists nothing of ours)."""
     try:
-        with open(os.path.join(folder, record_name), encoding="utf-8") as handle:
+        with open(record_path, encoding="utf-8") as handle:
             record = json.load(handle)
-        previous = record["dumps"] if record.get("source") == source else []
+        listed = record["dumps"] if record.get("source") == source else []
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        return
-    keep = {os.path.basename(path) for path in written} | {record_name}
-    for name in previous if isinstance(previous, list) else []:
-        if isinstance(name, str) and name == os.path.basename(name) and name not in keep and \
-                name not in ("", ".", "..") and not name.startswith("."):
+        return []
+    return [name for name in listed if isinstance(name, str) and name == os.path.basename(name)
+            and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []
+
+
+def _remove_stale_dumps(folder, previous, written):
+    """Remove the files the previous compile wrote that this one does not (another target or chip), so a
+    dump folder holds what its record lists."""
+    keep = {os.path.basename(path) for path in written}
+    for name in previous:
+        if name not in keep:
             remove_quietly(os.path.join(folder, name))
 
 

@@ -5,6 +5,7 @@ limit is reported by name; a non-zero exit is returned to the caller, which know
 """
 import contextvars
 import os
+import re
 import signal
 import subprocess
 import time
@@ -15,11 +16,17 @@ from .errors import CompileError
 tool_stats = contextvars.ContextVar("mlirgpu_tool_stats", default=None)
 
 
+MAX_TIMEOUT = 7 * 24 * 3600
+
+
 def timeout():
-    try:
-        return float(os.environ.get("MLIRGPU_TOOL_TIMEOUT", "600"))
-    except ValueError:
-        return 600.0
+    """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week in ASCII
+    digits; anything else is an error naming the variable, never a silent default."""
+    text = os.environ.get("MLIRGPU_TOOL_TIMEOUT", "600").strip()
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_TIMEOUT:
+        return float(text)
+    raise CompileError(f"MLIRGPU_TOOL_TIMEOUT='{text[:40]}' is not a number of seconds from 1 to {MAX_TIMEOUT}",
+                       fix="set it to e.g. 600, or unset it")
 
 
 def run(argv, what, *, input=None):

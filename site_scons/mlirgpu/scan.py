@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from . import source as sources
 from . import store
 from .errors import CompileError
+from .fsutil import read_source
 from .mlirtext import (SYMBOL, Structure, Unreadable, matching_close, read_symbol, skip_space, target_list,
                        value_end)
 from .pipeline import check_options, plan, planned_dumps
@@ -318,9 +319,12 @@ def use_cache_file(path):
 
 
 def read_text(path):
-    """A source's text and the hash of its bytes."""
-    with open(path, "rb") as handle:
-        data = handle.read()
+    """A source's text and the hash of its bytes (Unreadable for what is not a readable source file: the
+    compile reports it)."""
+    try:
+        data = read_source(path)
+    except CompileError as exc:
+        raise Unreadable(str(exc)) from None
     return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
 
 
@@ -391,7 +395,7 @@ def planned_outputs(path, options):
     scan's prediction where it is certain, else mlir-opt's reading. [] for input the compile rejects anyway
     (it then reports the error with file and line)."""
     try:
-        check_options(path, options)
+        options = check_options(path, options)
     except CompileError:
         return []
     found = fast_outputs(path, options)
@@ -401,6 +405,26 @@ def planned_outputs(path, options):
         return mlir_outputs(path, options)
     except CompileError:
         return []
+
+
+def predicted_libraries(path, options, environment=None):
+    """Sorted paths of every bitcode file a compile of `path` may link (device libraries, `link = [...]`
+    files), from the scan and the target hooks; where the scan steps aside, every device library of every
+    target. Deterministic per content and settings, so a build tool can make them dependencies."""
+    found = set()
+    try:
+        scan = scan_file(path)
+        modules = _with_build_targets(scan.modules, options) or scan.modules
+        for module, original in zip(modules, scan.modules):
+            for attr in module.targets:
+                found.update(attr.target.predicted_libraries(attr, module.symbols, module.ops, not original.targets,
+                                                             options, environment))
+    except (Unreadable, UnicodeDecodeError, OSError):
+        everything = frozenset(("__ocml_", "__ockl_", "printf", "__atomic_work_item_fence"))
+        for target in TARGETS.values():
+            attr = TargetAttr(target, "", {})
+            found.update(target.predicted_libraries(attr, everything, frozenset(), True, options, environment))
+    return sorted(found)
 
 
 def uses_build_target(path):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from . import process, toolchain
 from .errors import CompileError, CompileWarning
+from .fsutil import read_source
 from .mlirtext import Unreadable, skip_space, symbol_name, target_list
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
@@ -75,11 +76,7 @@ def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
 
 
 def _read_source(path):
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise CompileError(f"cannot read: {exc.strerror}", file=path) from exc
+    data = read_source(path)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import os
 import pickle
+import shutil
 import signal
 import struct
 import subprocess
@@ -27,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from .errors import CompileError
+from .errors import CompileError, InternalError
 from .toolchain import LLVM_MAJOR
 
 _HEADER = struct.Struct("<Q")
@@ -57,6 +58,8 @@ class LLVMWorker:
 
     def __init__(self, zygote=None):
         self.log_path = _new_log()
+        # The worker's temporary files live here (mode 700), removed by this side whatever becomes of the worker.
+        self.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
         if zygote is None:
             self.process = subprocess.Popen(
                 _python_argv(self.log_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -65,11 +68,12 @@ class LLVMWorker:
         else:
             self.process = zygote.fork(self.log_path)
 
-    def call(self, function, *args, what="LLVM", where=(None, None)):
-        """Run entry point `function(*args)` in the worker, in this process's folder and environment;
-        CompileErrors come back as they were raised."""
+    def call(self, function, *args, what="LLVM", where=(None, None), environ=None):
+        """Run entry point `function(*args)` in the worker, in this process's folder and environment (or
+        `environ`); CompileErrors come back as they were raised."""
         try:
-            _send(self.process.stdin, (function, args, os.getcwd(), dict(os.environ)))
+            _send(self.process.stdin, (function, args, os.getcwd(), dict(os.environ if environ is None else environ),
+                                       self.scratch))
             while True:
                 reply = _receive(self.process.stdout)
                 if reply is not None and reply[0] == "hello":  # a forked worker's pid, written by the zygote
@@ -87,7 +91,10 @@ class LLVMWorker:
             return value
         if status == "compile-error":
             raise value
-        raise CompileError(f"{what}: {value}")
+        name, trace = value
+        raise InternalError(f"internal error in {what} ({name})", detail=trace,
+                            fix="please report it with the input; -v or MLIRGPU_DEBUG=1 shows the traceback"
+                            ).located(*where)
 
     def _crash(self, what):
         with contextlib.suppress(OSError):
@@ -120,6 +127,7 @@ class LLVMWorker:
             _end(self.process)
         with contextlib.suppress(OSError):
             os.unlink(self.log_path)
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _end(process):
@@ -338,8 +346,10 @@ class InProcessLLVM:
             return getattr(llvm_ops, function)(*args)
         except CompileError:
             raise
-        except Exception as exc:  # LLVM's diagnostics arrive as RuntimeErrors
+        except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
             raise CompileError(f"{what}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - a bug of ours in this stage
+            raise InternalError.from_exception(what, exc).located(*where) from exc
 
 
 def _entry_points():
@@ -368,7 +378,8 @@ def _serve(protocol_in, protocol_out, entry_points):
         request = _receive(protocol_in)
         if request is None:
             os._exit(0)  # the caller is done: nothing is pending, and skipping interpreter teardown ends us sooner
-        function, args, cwd, environment = request
+        function, args, cwd, environment, scratch = request
+        tempfile.tempdir = scratch  # this compile's temporary files, which the caller removes in any case
         if environment != os.environ:
             os.environ.clear()
             os.environ.update(environment)
@@ -380,8 +391,10 @@ def _serve(protocol_in, protocol_out, entry_points):
             reply = ("ok", entry_points[function](*args))
         except CompileError as exc:
             reply = ("compile-error", exc)
-        except Exception as exc:  # a bug of ours: reported, not hidden
-            reply = ("error", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: reported as one line, traceback kept
+            import traceback
+
+            reply = ("error", (type(exc).__name__, "".join(traceback.format_exception(exc))))
         _send(protocol_out, reply)
 
 

@@ -1,5 +1,6 @@
 """The target interface every GPU target implements (one pipeline, per-target hooks)."""
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -92,6 +93,16 @@ class Target:
                 f"unknown {self.name} chip '{chip}'",
                 fix=f"use one of LLVM's {self.name} processors, e.g. {', '.join(close or known[:12])}",
             )
+
+    def default_build_chip(self, options, environment=None):
+        """The chip target-neutral modules get when the build names none (documented per target)."""
+        return self.default_chip
+
+    def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
+        """Paths of the bitcode files a job of this target may link for a module, found without compiling, from the `symbols` its text names and the `ops` it uses (`lowered`: the module is
+        target-neutral code the build lowers): build tools make them dependencies. It may name more than the
+        compile links, never fewer; files that do not exist are left out (the compile reports them)."""
+        return [path for path in attr.link if os.path.isfile(path)]
 
     def libraries(self, job, worker, options):
         """Pre-link hook plus the ordered list of `Library` objects to link (user -l first, as upstream)."""

@@ -22,8 +22,21 @@ class NVVM(Target):
             problem = 'flags "ptxas-cmd-options" must be an array of strings'
         return problem
 
-    def toolkit(self, options):
-        return toolchain.cuda_toolkit(options.toolkit)
+    def toolkit(self, options, environment=None):
+        return toolchain.cuda_toolkit(options.toolkit, environment)
+
+    def default_build_chip(self, options, environment=None):
+        """The oldest chip the found ptxas accepts (sm_75 for CUDA 13); upstream's sm_50 without a toolkit."""
+        root = self.toolkit(options, environment)
+        ptxas = os.path.join(root, "bin", "ptxas") if root else ""
+        chips = toolchain.ptxas_chips(ptxas) if ptxas and os.path.isfile(ptxas) else []
+        return chips[0] if chips else self.default_chip
+
+    def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
+        """The attribute's link files and libdevice, which upstream links whenever a toolkit is known."""
+        libdevice = toolchain.libdevice(self.toolkit(options, environment))
+        own = super().predicted_libraries(attr, symbols, ops, lowered, options, environment)
+        return own + ([libdevice] if libdevice else [])
 
     def libraries(self, job, worker, options):
         # Upstream order: -l files, the target's link=[...], then libdevice whenever a toolkit is known.

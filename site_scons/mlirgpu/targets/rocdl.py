@@ -58,8 +58,20 @@ class ROCDL(Target):
     default_chip = "gfx900"
     parameters = {**COMMON_PARAMETERS, "features": str, "abi": str}
 
-    def toolkit(self, options):
-        return toolchain.rocm_toolkit(options.toolkit)
+    def toolkit(self, options, environment=None):
+        return toolchain.rocm_toolkit(options.toolkit, environment)
+
+    def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
+        """The attribute's link files and the device libraries the module's declarations ask for; for code
+        that is lowered first, ocml and ockl when it uses math, complex or gpu.printf (the lowering introduces
+        such calls)."""
+        names = set(self.needed_libraries(symbols))
+        if lowered and any(op.split(".")[0] in ("math", "complex") or op == "gpu.printf" for op in ops):
+            names.update(("ocml", "ockl"))
+        root = self.toolkit(options, environment)
+        found = [os.path.join(root, "amdgcn", "bitcode", f"{name}.bc") for name in sorted(names)] if root else []
+        return super().predicted_libraries(attr, symbols, ops, lowered, options, environment) + \
+            [path for path in found if os.path.isfile(path)]
 
     def needed_libraries(self, undefined):
         needs = set()

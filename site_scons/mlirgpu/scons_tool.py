@@ -1,0 +1,621 @@
+"""The SCons tool `mlirgpu`: `.mlir` sources become host objects, with every stage's output a real target.
+
+    env = Environment(tools=["default", "mlirgpu"])
+    obj = env.GpuObject("kernels", "kernels.mlir")         # or a .mlir among the sources of Program,
+    env.SharedLibrary("gpu", ["kernels.mlir", "glue.c"])    # StaticLibrary, SharedLibrary, LoadableModule
+
+Variables: every GPU_* construction variable is described once (mlirgpu.options, plus the build-only ones
+below) and listed by `scons -h`. A value given on the command line (`scons GPU_TARGET=rocdl`) wins over every
+value the build files set (Environment keywords, Replace, builder overrides, SetDefault); those win over the
+tool's defaults, which are never written into the environment (so `env.SetDefault(...)` after loading the tool
+works). Paths given in a SConscript are relative to it (`#` is the top folder); GPU_DUMPDIR given on the
+command line is a root below which each object gets its own folder.
+
+The emitter declares the header and, with GPU_DUMP, every dump (read from the source by mlirgpu.scan), so
+SCons rebuilds, cleans and caches them; a scanner makes the device libraries a compile may link dependencies;
+the action signature holds every setting that shapes the output and the identity (version and bytes) of each
+tool and of llvmlite for the toolkit the object uses. Compiler warnings are printed as compilers print them
+(`file.mlir:LINE: warning: ...`); GPU_WARNINGS=none hides them, GPU_WARNINGS=error fails the target.
+
+The compiler core does the work; this module only adapts it to SCons. The package's `generate` and `exists`
+call this module's: the package is the tool (see mlirgpu/__init__.py).
+"""
+import concurrent.futures
+import dataclasses
+import difflib
+import os
+import shlex
+import sys
+import threading
+
+import SCons.Action
+import SCons.Builder
+import SCons.Environment
+import SCons.Errors
+import SCons.Node.FS
+import SCons.Scanner
+import SCons.Script
+import SCons.Tool
+import SCons.Util
+import SCons.Variables
+
+from . import __version__, artifacts, errors, toolchain, workers
+from .errors import CompileError
+from .options import OPTIONS, CompileOptions, to_argv
+from .pipeline import RECORD_DUMP, check_options, compile_to_object, translate_many
+from .scan import planned_outputs, predicted_libraries, use_cache_file, uses_build_target
+from .targets import TARGETS
+
+# The build-only variables, beside the compile options' (mlirgpu.options.OPTIONS): name, help, default.
+BUILD_VARIABLES = (
+    ("GPU_DUMP", "keep every stage's output as a target (command line: DUMP=1)", False),
+    ("GPU_WARNINGS", "compiler warnings: show, none, or error", "show"),
+    ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive", "#"),
+    ("GPU_BASELINE", "an earlier gpu-manifest.json: the reports show what changed", ""),
+    ("GPU_FAIL_ON", "regression rules for gpu-artifacts, e.g. spills,registers+10%", ""),
+)
+WARNINGS = ("show", "none", "error")
+LIST_VARIABLES = ("GPU_CHIP", "GPU_LINKLIBS")
+
+
+def _defaults():
+    defaults = {option.variable: getattr(CompileOptions(), option.name) for option in OPTIONS if option.variable}
+    defaults.update({"GPU_OPT_LEVEL": "", "GPU_LINKLIBS": [], "GPU_HEADER": None, "GPU_DUMPDIR": None})
+    defaults.update({name: default for name, _help, default in BUILD_VARIABLES})
+    return defaults
+
+
+DEFAULTS = _defaults()
+
+
+def _as_list(value):
+    """A list variable's value: a Python list, or text with commas and/or spaces (SCons list syntax)."""
+    if SCons.Util.is_List(value):
+        return [str(item) for item in SCons.Util.flatten(value) if str(item)]
+    return [item for item in str(value or "").replace(",", " ").split() if item]
+
+
+def _bool(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "yes", "true", "on", "y")
+    return bool(value)
+
+
+def make_variables(args=None):
+    """A Variables object describing every GPU_* variable (`scons -h` lists it, with allowed values)."""
+    variables = SCons.Variables.Variables(args=SCons.Script.ARGUMENTS if args is None else args)
+    for option in OPTIONS:
+        if not option.variable:
+            continue
+        default = DEFAULTS[option.variable]
+        if option.variable == "GPU_TARGET":
+            choices = ("",) + tuple(TARGETS)
+            text = f"{option.help} ({' | '.join(TARGETS)})"
+        elif option.choices:
+            choices = ("",) + option.choices if default in ("", None) else option.choices
+            text = f"{option.help} ({' | '.join(option.choices)})"
+        else:
+            choices, text = None, option.help
+        if option.variable in LIST_VARIABLES:
+            text += "; a list: commas or spaces"
+        if choices:
+            variables.Add(SCons.Variables.EnumVariable(option.variable, text, default, allowed_values=choices))
+        else:
+            variables.Add(option.variable, text, "" if default is None else default)
+    for name, text, default in BUILD_VARIABLES:
+        if name == "GPU_DUMP":
+            variables.Add(SCons.Variables.BoolVariable(("GPU_DUMP", "DUMP"), text, default))
+        elif name == "GPU_WARNINGS":
+            variables.Add(SCons.Variables.EnumVariable(name, text, default, allowed_values=WARNINGS))
+        else:
+            variables.Add(name, text, default)
+    return variables
+
+
+class _CommandLine:
+    """The GPU_* values given on the command line, checked once per run: they win over the build files."""
+
+    def __init__(self):
+        self.values = None
+        self.variables = None
+
+    def load(self):
+        if self.values is None:
+            self.variables = make_variables()
+            scratch = SCons.Environment.Base(tools=[])
+            self.variables.Update(scratch)  # EnumVariable / BoolVariable check and convert, as SCons users know
+            given = set(SCons.Script.ARGUMENTS)
+            self.values = {}
+            for variable in self.variables.options:
+                if given & set([variable.key] + list(variable.aliases)):
+                    self.values[variable.key] = scratch[variable.key]
+            self._warn_unknown(given)
+        return self.values
+
+    def _warn_unknown(self, given):
+        known = [key for variable in self.variables.options for key in [variable.key] + list(variable.aliases)]
+        for name in sorted(given):
+            if name.startswith("GPU_") and name not in known:
+                near = difflib.get_close_matches(name, known, n=1)
+                advice = f"; did you mean {near[0]}?" if near else "; `scons -h` lists the GPU_* variables"
+                sys.stderr.write(f"scons: warning: unknown variable {name}{advice}\n")
+
+
+_COMMAND_LINE = _CommandLine()
+
+
+def setting(env, name):
+    """The value of GPU_* variable `name` for `env`: the command line's, else the build files', else the
+    tool's default."""
+    values = _COMMAND_LINE.load()
+    if name in values:
+        return values[name]
+    value = env.get(name)
+    return DEFAULTS.get(name) if value is None else value
+
+
+def _text(env, name, target=None, source=None):
+    value = setting(env, name)
+    if SCons.Util.is_List(value):
+        return value
+    value = "" if value is None else str(value)
+    return env.subst(value, target=target, source=source) if "$" in value else value
+
+
+def search_environment(env):
+    """Tool discovery reads the build's execution environment first (env['ENV']), then this process's."""
+    return toolchain.search_environment(env.get("ENV") or {})
+
+
+def worker_environment(env):
+    """The environment a compile runs in: this process's, with the build's tool search variables."""
+    environ = dict(os.environ)
+    environ.update((name, value) for name, value in search_environment(env) if value)
+    return environ
+
+
+def _object_paths(env, obj):
+    """(header node or None, dump folder node) of an object: GPU_HEADER / GPU_DUMPDIR as set (relative to the
+    SConscript that set them), or beside the object: `k.h` / `k.dumps` for a static object `k.o`,
+    `k.shared.h` / `k.shared.dumps` for a shared one (so one source can feed both)."""
+    base = os.path.splitext(obj.name)[0] + (".shared" if getattr(obj.attributes, "shared", False) else "")
+    header = setting(env, "GPU_HEADER")
+    if header is None:
+        header_node = obj.dir.File(base + ".h")
+    else:
+        header = env.subst(str(header), target=[obj]) if "$" in str(header) else str(header)
+        header_node = env.File(header) if header else None
+    folder = setting(env, "GPU_DUMPDIR")
+    if folder is None or folder == "":
+        dump_dir = obj.dir.Dir(base + ".dumps")
+    elif "GPU_DUMPDIR" in _COMMAND_LINE.load():  # a root for every object: one folder per object below it
+        top = env.Dir("#")
+        dump_dir = env.Dir(str(folder)).Dir(os.path.join(obj.dir.get_path(top), base))
+    else:
+        dump_dir = env.Dir(env.subst(str(folder), target=[obj]) if "$" in str(folder) else str(folder))
+    return header_node, dump_dir
+
+
+def _options(env, target, source):
+    """The compile options of an object (paths relative to the top folder, where actions run), resolved and
+    checked; raises CompileError. Header, dump folder and libraries are the nodes the emitter resolved (relative
+    to the SConscript that declared the object). Remembered per object once the build files are read."""
+    obj = target[0]
+    remembered = getattr(obj.attributes, "mlirgpu_options", None)
+    if remembered is not None:
+        if isinstance(remembered, CompileError):
+            raise remembered
+        return remembered
+    header, dump_dir = getattr(obj.attributes, "mlirgpu_paths", None) or _object_paths(env, obj)
+    libs = [_source_path(node) for node in getattr(obj.attributes, "mlirgpu_libs", [])]
+    try:
+        options = _env_options(env, target, source, header=header.path if header else "", dump_dir=dump_dir.path,
+                               link_libs=tuple(libs))
+    except CompileError as exc:
+        options = exc
+    if _READ_DONE:
+        obj.attributes.mlirgpu_options = options
+    if isinstance(options, CompileError):
+        raise options
+    return options
+
+
+def _env_options(env, target, source, **paths):
+    """The compile options `env` gives (without the object's own paths unless given); raises CompileError."""
+    values = {option.name: _text(env, option.variable, target, source) for option in OPTIONS
+              if option.variable and option.name not in ("chip", "link_libs", "header", "dump_dir")}
+    values.update(chip=",".join(_as_list(setting(env, "GPU_CHIP"))), opt_level=values["opt_level"] or None, **paths)
+    return check_options(_source_path(source[0]), CompileOptions(**values), search_environment(env))
+
+
+_READ_DONE = []  # set once SCons builds: the build files can no longer change an object's settings
+
+
+def _source_path(node, absolute=False):
+    """The file to read: the node itself, or its source-tree original under VariantDir(duplicate=0).
+
+    Actions run from the top directory, so they use (path-independent) relative paths; emitters run while an
+    SConscript is read, from its own directory, so they use absolute ones.
+    """
+    if not os.path.exists(node.abspath):
+        node = node.srcnode()
+    return node.abspath if absolute else node.path
+
+
+def _emitter(target, source, env, shared=False):
+    obj = target[0]
+    obj.attributes.shared = 1 if shared else False
+    libs = [env.File(lib) for lib in _as_list(setting(env, "GPU_LINKLIBS"))]
+    obj.attributes.mlirgpu_libs = libs  # resolved here, relative to the SConscript naming them
+    if libs:
+        env.Depends(obj, libs)
+    header, dump_dir = obj.attributes.mlirgpu_paths = _object_paths(env, obj)
+    extra = [header] if header else []
+    _forget_stale_dumps(env, obj, dump_dir)
+    try:
+        options = _options(env, target, source)
+    except CompileError:
+        options = None  # the action reports it (read time is not where one object's error should stop a build)
+    if _bool(setting(env, "GPU_DUMP")):
+        if options is not None:
+            extra += [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
+        _ARTIFACTS.add(env, [obj] + extra, dump_dir.File(RECORD_DUMP))
+    elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
+        raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
+    _claim(dump_dir, obj)
+    _TRANSLATIONS.declare(source[0], [obj] + extra)
+    return [obj] + extra + target[1:], source
+
+
+def _static_emitter(target, source, env):
+    return _emitter(target, source, env, shared=False)
+
+
+def _shared_emitter(target, source, env):
+    return _emitter(target, source, env, shared=True)
+
+
+_DUMP_OWNERS = {}
+
+
+def _claim(dump_dir, obj):
+    """One dump folder per object: two objects writing one record would overwrite each other's."""
+    owner = _DUMP_OWNERS.setdefault(dump_dir.abspath, obj.abspath)
+    if owner != obj.abspath:
+        raise SCons.Errors.UserError(
+            f"objects {os.path.relpath(owner)} and {os.path.relpath(obj.abspath)} share the dump folder "
+            f"{dump_dir.path} (fix: give each its own GPU_DUMPDIR, e.g. with ${{TARGET.filebase}} in it)")
+
+
+def _forget_stale_dumps(env, obj, dump_dir):
+    """`scons -c` removes every file a compile of this object ever declared: the files its last record lists
+    (also after a build with dumps when cleaning without), and its own dump folder."""
+    if not SCons.Script.GetOption("clean"):
+        return
+    record = os.path.join(dump_dir.abspath, RECORD_DUMP)
+    listed = []
+    try:
+        import json
+
+        with open(record, encoding="utf-8") as handle:
+            listed = [name for name in json.load(handle).get("dumps", []) if isinstance(name, str)
+                      and name == os.path.basename(name) and not name.startswith(".")]
+    except (OSError, ValueError, AttributeError):
+        pass
+    env.Clean(obj, [dump_dir.File(name) for name in listed + [RECORD_DUMP]])
+    if dump_dir.name.endswith(".dumps") and dump_dir.dir.abspath == obj.dir.abspath:
+        env.Clean(obj, dump_dir)
+
+
+def _library_scanner(node, env, path):
+    """The bitcode files a compile of this source may link (device libraries, `link = [...]` files)."""
+    if not node.exists() and not node.srcnode().exists():
+        return []
+    _READ_DONE[:] = [True]
+    try:
+        options = _env_options(env, [], [node])
+    except CompileError:
+        return []
+    environment = search_environment(env)
+    found = predicted_libraries(_source_path(node, absolute=True), options, environment)
+    top = env.Dir("#")
+    return [top.File(path) if not os.path.isabs(path) else env.File(path) for path in found]
+
+
+LIBRARY_SCANNER = SCons.Scanner.Base(_library_scanner, name="mlirgpu-libraries", skeys=[".mlir"])
+
+
+def _identity(env):
+    """Identities (version and bytes) of every tool and llvmlite a compile with this environment's toolkit
+    and search path would use; no paths, so checkouts at different places share a CacheDir."""
+    toolkit = _text(env, "GPU_TOOLKIT")
+    environment = search_environment(env)
+    key = (toolkit, environment)
+    if key not in _IDENTITIES:
+        parts = [f"mlirgpu {__version__}", toolchain.llvmlite_identity()]
+        for name in ("mlir-opt", "mlir-translate", "llvm-mc"):
+            parts.append(_tool_identity(lambda name=name: toolchain.llvm_tool(name, environment)))
+        rocm = toolchain.rocm_toolkit(toolkit or None, environment)
+        parts.append(_tool_identity(lambda: toolchain.lld(rocm, environment)))
+        cuda = toolchain.cuda_toolkit(toolkit or None, environment)
+        for name in ("ptxas", "fatbinary"):
+            parts.append(_tool_identity(lambda name=name: toolchain.cuda_tool(name, cuda)))
+        _IDENTITIES[key] = "; ".join(parts)
+    return _IDENTITIES[key]
+
+
+_IDENTITIES = {}
+
+
+def _tool_identity(find):
+    try:
+        return toolchain.identity(find())
+    except CompileError:
+        return "missing"
+
+
+def _signature(target, source, env):
+    """Every setting that shapes the output, and the tool identities. Target, chip, features, O level and the
+    lowering pipeline count only for sources with target-less modules, so changing them rebuilds only those."""
+    _READ_DONE[:] = [True]
+    try:
+        options = _options(env, target, source)
+    except CompileError as exc:
+        return f"invalid: {exc}"
+    node = source[0].get() if hasattr(source[0], "get") else source[0]  # signatures see node proxies
+    lowering = uses_build_target(_source_path(node, absolute=True))
+    shaping = [option.name for option in OPTIONS if option.name not in ("dump_dir", "dump_prefix", "depfile", "header")
+               and (lowering or option.name not in ("target", "chip", "features", "opt_level", "lowering"))]
+    parts = [f"{name}={getattr(options, name)!r}" for name in shaping]
+    parts.append(f"header={'yes' if options.header else 'no'}")
+    return "\n".join(parts + [_identity(env)])
+
+
+class _CompileAction(SCons.Action.FunctionAction):
+    """The compile action, whose signature is the function's code plus `_signature`, computed directly (SCons
+    recomputes an action's signature for each target of an object and for every object of a null build)."""
+
+    def get_presig(self, target, source, env, executor=None):
+        return self.funccontents + _signature(target, source, env).encode("utf-8")
+
+
+class _ArtifactSet:
+    """`scons DUMP=1 gpu-artifacts`: the manifest, reports and archive over every GpuObject of the build.
+
+    Like SCons's compilation_db tool, the objects register themselves as they are declared; the alias is made
+    by the first one (with that environment's GPU_ARTIFACTSDIR), and only when asked for on the command line,
+    so ordinary builds never make or need it.
+    """
+
+    def __init__(self):
+        self.records = []
+        self.targets = None
+
+    def add(self, env, nodes, record):
+        if "gpu-artifacts" not in SCons.Script.COMMAND_LINE_TARGETS:
+            return
+        if self.targets is None:
+            where = _text(env, "GPU_ARTIFACTSDIR")
+            folder = env.Dir(where)
+            action = SCons.Action.Action(self._build, self._describe, varlist=["GPU_BASELINE", "GPU_FAIL_ON"])
+            self.targets = env.Command([folder.File(name) for name in artifacts.OUTPUTS], [], action)
+            baseline = _text(env, "GPU_BASELINE")
+            if baseline:
+                env.Depends(self.targets, env.File(baseline))
+            env.Alias("gpu-artifacts", self.targets)
+            self.env = env
+        self.records.append(record)
+        env.Depends(self.targets, nodes)
+
+    def _build(self, target, source, env):
+        toolkit = _text(self.env, "GPU_TOOLKIT")
+        baseline = _text(self.env, "GPU_BASELINE")
+        try:
+            broken = artifacts.write_artifacts(
+                [record.abspath for record in self.records], target[0].dir.abspath,
+                artifacts.toolchain_versions(toolkit), toolkit, self.env.File(baseline).abspath if baseline else "",
+                _text(self.env, "GPU_FAIL_ON"))
+        except CompileError as exc:
+            raise SCons.Errors.BuildError(node=target[0], errstr=str(exc), exitstatus=1) from None
+        if broken:
+            raise SCons.Errors.BuildError(node=target[0], exitstatus=1, errstr="GPU regressions against the "
+                                          "baseline: " + "; ".join(broken))
+        return 0
+
+    def _describe(self, target, source, env):
+        return f"mlirgpu artifacts ({len(self.records)} objects) -> {target[0].dir}"
+
+
+_ARTIFACTS = _ArtifactSet()
+
+
+class _Translations:
+    """Few mlir-translate runs for the sources this build is about to compile, instead of one per source.
+
+    Sources are declared as their objects are. One that looks out of date (its object or a declared file is
+    missing, or older than the source) joins a batch; full batches start translating in the background at
+    once, while SCons still reads the build, and the first compile sends off the rest (split over the build
+    jobs); each compile waits only for the run holding its source. A source whose pieces changed since, or
+    that was in no batch, translates on its own, so this only ever saves time. The first out-of-date sources
+    also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
+
+    BATCHES = (8, 32)  # sources per background run: mlir-translate's start-up is shared by many
+    SPLIT = 4  # the rest is split over the build jobs in parts of at least this many sources
+
+    def __init__(self):
+        self.stale = 0
+        self.sent = 0
+        self.pending = []
+        self.runs = {}
+        self.pool = None
+        self.flushed = False
+        self.lock = threading.Lock()
+
+    def declare(self, source, targets):
+        path = _source_path(source, absolute=True)
+        if not _will_build() or not _looks_stale(path, targets):
+            return
+        self.stale += 1
+        if self.stale <= _jobs():
+            workers.forking(_jobs() > 1)
+            workers.prestart(self.stale)
+        with self.lock:
+            self.pending.append(path)
+            if len(self.pending) >= self.BATCHES[min(self.sent, len(self.BATCHES) - 1)]:
+                self._send(self.pending)
+                self.pending = []
+
+    def _send(self, paths):
+        if self.pool is None:
+            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="mlirgpu")
+        run = self.pool.submit(translate_many, paths)
+        self.sent += 1
+        self.runs.update((path, run) for path in paths)
+
+    def get(self, source):
+        """The batch translation of `source` (a node), or None."""
+        with self.lock:
+            if not self.flushed:
+                jobs = max(1, min(_jobs(), len(self.pending) // self.SPLIT))
+                for part in (self.pending[i::jobs] for i in range(jobs)):
+                    if part:
+                        self._send(part)
+                self.pending = []
+                self.flushed = True
+        path = _source_path(source, absolute=True)
+        run = self.runs.get(path)
+        try:
+            return run.result().get(path) if run else None
+        except Exception:  # noqa: BLE001 - only a head start: the compile translates, and reports, on its own
+            return None
+
+
+def _jobs():
+    return max(1, SCons.Script.GetOption("num_jobs") or 1)
+
+
+def _will_build():
+    """False for runs that execute no action: -c, -n, -q, -h."""
+    return not any(SCons.Script.GetOption(option) for option in ("clean", "no_exec", "question", "help"))
+
+
+def _looks_stale(source_path, targets):
+    """Whether a declared file is missing or older than the source: a guess while SCons reads the build (SCons
+    itself decides what to build). A target's `stat` is SCons's own, remembered per node, so SCons reuses it."""
+    try:
+        newest_input = os.stat(source_path).st_mtime_ns
+    except OSError:
+        return True
+    for target in targets:
+        stat = target.stat()
+        if stat is None or stat.st_mtime_ns < newest_input:
+            return True
+    return False
+
+
+_TRANSLATIONS = _Translations()
+
+
+def _compile(target, source, env):
+    workers.forking(_jobs() > 1)
+    obj = target[0]
+    try:
+        options = _options(env, target, source)
+        if not _bool(setting(env, "GPU_DUMP")):
+            options = dataclasses.replace(options, dump_dir="")
+        result = compile_to_object(_source_path(source[0]), obj.path, options, _TRANSLATIONS.get(source[0]),
+                                   environment=worker_environment(env))
+    except CompileError as exc:
+        raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
+    mode = _text(env, "GPU_WARNINGS")
+    if mode != "none":
+        for warning in result.warnings:
+            sys.stderr.write(f"{warning}\n")
+        if mode == "error" and result.warnings:
+            raise SCons.Errors.BuildError(node=obj, exitstatus=1,
+                                          errstr=f"{len(result.warnings)} warning(s) and GPU_WARNINGS=error")
+    declared = sorted(os.path.normpath(node.path) for node in target[1:] if node.path != options.header)
+    written = sorted(os.path.normpath(path) for path in result.dumps)
+    if declared != written:
+        missing = sorted(set(declared) - set(written))
+        extra = sorted(set(written) - set(declared))
+        raise SCons.Errors.BuildError(
+            node=obj, exitstatus=1,
+            errstr=f"{source[0]}: declared outputs differ from what the compile wrote (missing: {missing}, "
+                   f"undeclared: {extra}); please report this with the source file",
+        )
+    return 0
+
+
+def _describe(target, source, env):
+    """What SCons echoes: the equivalent `mlirgpu compile` command (copy and paste it to reproduce the build)."""
+    custom = env.subst("$MLIRGPUCOMSTR", target=target, source=source)
+    if custom:
+        return custom
+    try:
+        options = _options(env, target, source)
+    except CompileError:
+        return f"mlirgpu compile {source[0]} -o {target[0]}"
+    if not _bool(setting(env, "GPU_DUMP")):
+        options = dataclasses.replace(options, dump_dir="")
+    return shlex.join(["mlirgpu", "compile", _source_path(source[0]), "-o", target[0].path]
+                                 + to_argv(options))
+
+
+def _gpu_object(env, target=None, source=None, **overrides):
+    """`env.GpuObject(target, source)`: the host objects only, so the result goes straight into Program().
+
+    The header and dumps are targets of the same action all the same; `env.GpuDumps(objects)` returns them.
+    """
+    nodes = env["MLIRGPU_BUILDER"](env, target, source, **overrides)
+    return [node for node in nodes if node.get_executor().get_all_targets()[0] is node]
+
+
+def _gpu_dumps(env, objects):
+    """The dump files declared for `objects` (built by GpuObject or by Object/Program from .mlir sources)."""
+    dumps = []
+    for node in SCons.Util.flatten([objects]):
+        if node.has_builder():
+            dumps += [t for t in node.get_executor().get_all_targets()[1:] if not str(t).endswith(".h")]
+    return dumps
+
+
+_HELP_ADDED = []
+
+
+def generate(env):
+    errors.set_style("scons")
+    try:
+        toolchain.llvm_tool("mlir-opt", search_environment(env))
+        toolchain.llvm_tool("mlir-translate", search_environment(env))
+    except CompileError as exc:
+        raise SCons.Errors.StopError(str(exc)) from None
+    values = _COMMAND_LINE.load()
+    for name, value in values.items():
+        env[name] = value  # visible to the build files; `setting` keeps the command line first regardless
+    env["MLIRGPU_VARIABLES"] = _COMMAND_LINE.variables  # for Help(...) and UnknownVariables()
+    if not _HELP_ADDED:
+        SCons.Script.Help(_COMMAND_LINE.variables.GenerateHelpText(env), append=True)
+        _HELP_ADDED.append(True)
+    env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
+    use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
+    action = _CompileAction(_compile, {"strfunction": _describe})
+    builder = SCons.Builder.Builder(action=action, emitter=_static_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX",
+                                    single_source=True, source_scanner=LIBRARY_SCANNER)
+    env["MLIRGPU_BUILDER"] = builder
+    env.AddMethod(_gpu_object, "GpuObject")
+    env.AddMethod(_gpu_dumps, "GpuDumps")
+    # `.mlir` files are also plain sources of Object/SharedObject and so of every library and program builder.
+    static, shared = SCons.Tool.createObjBuilders(env)
+    static.add_action(".mlir", action)
+    static.add_emitter(".mlir", _static_emitter)
+    shared.add_action(".mlir", action)
+    shared.add_emitter(".mlir", _shared_emitter)
+    SCons.Tool.SourceFileScanner.add_scanner(".mlir", LIBRARY_SCANNER)
+
+
+def exists(env):
+    try:
+        return bool(toolchain.llvm_tool("mlir-opt", search_environment(env)))
+    except CompileError:
+        return False
