@@ -5,8 +5,8 @@ Every failure a user can cause (bad input, a missing tool, an unwritable folder,
 `str(error)` as a single line and exits 1; the SCons tool turns it into a build error for the target. A bug of
 ours becomes an `InternalError`: one line naming the stage, its traceback kept for `-v` / `MLIRGPU_DEBUG=1`.
 
-A fix that names an option is written as `{option:NAME}` or `{option:NAME=VALUE}` (see options.hint) and shown
-in the front end's terms: `--chip sm_90` (CLI, the default), `GPU_CHIP=sm_90` (SCons), `chip="sm_90"` (API).
+A fix that names an option is written with options.hint(NAME[, VALUE]) and shown in the front end's terms:
+`--chip sm_90` (CLI, the default), `GPU_CHIP=sm_90` (SCons), `chip='sm_90'` (API).
 """
 import re
 
@@ -20,19 +20,21 @@ def set_style(style):
 
 
 def render_hints(text):
+    import shlex
+
     def one(match):
         from .options import BY_NAME
 
         option, value = BY_NAME.get(match.group(1)), match.group(2)
         if option is None:
-            return match.group(0)
+            return match.group(1)
         if _STYLE[0] == "scons" and option.variable:
-            return f"{option.variable}={value}" if value is not None else option.variable
+            return f"{option.variable}={shlex.quote(value)}" if value is not None else option.variable
         if _STYLE[0] == "api":
             return f"{option.name}={value!r}" if value is not None else option.name
-        return f"{option.flag} {value}" if value is not None else option.flag
+        return f"{option.flag} {shlex.quote(value)}" if value is not None else option.flag
 
-    return re.sub(r"\{option:(\w+)(?:=([^}]*))?\}", one, text)
+    return re.sub("\x1eoption:(\\w+)(?:\x1f([^\x1e]*))?\x1e", one, text)
 
 
 class CompileError(Exception):
@@ -62,9 +64,9 @@ class CompileError(Exception):
         return self
 
     def __str__(self):
-        text = f"{_where(self.file, self.line)}error: {_shortened(render_hints(_one_line(self.message)))}"
+        text = f"{_where(self.file, self.line)}error: {_shortened(_one_line(render_hints(self.message)))}"
         if self.fix:
-            text += f" (fix: {render_hints(_one_line(self.fix))})"
+            text += f" (fix: {_one_line(render_hints(self.fix))})"
         return text
 
 
@@ -90,7 +92,7 @@ class CompileWarning:
         self.line = line
 
     def __str__(self):
-        return f"{_where(self.file, self.line)}warning: {_shortened(render_hints(_one_line(self.message)))}"
+        return f"{_where(self.file, self.line)}warning: {_shortened(_one_line(render_hints(self.message)))}"
 
     def __reduce__(self):
         return (_rebuild_warning, (self.message, self.file, self.line))

@@ -89,8 +89,9 @@ BY_NAME = {option.name: option for option in OPTIONS}
 
 
 def hint(name, value=None):
-    """A fix that names an option: rendered by each front end in its own terms (see errors.render_hints)."""
-    return "{option:" + name + ("" if value is None else "=" + str(value)) + "}"
+    """A mention of an option (with a value) in a message or fix, which each front end renders in its own
+    terms (see errors.render_hints). Markers, not text, delimit it, so any value survives."""
+    return "\x1eoption:" + name + ("" if value is None else "\x1f" + str(value)) + "\x1e"
 
 
 def _problem(option, value, why):

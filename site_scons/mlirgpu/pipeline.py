@@ -392,6 +392,16 @@ def _prepare_dump_dir(path, source):
                            fix="choose a writable --dump-intermediates folder") from exc
 
 
+def _own_target_warnings(modules, options, source):
+    """Modules that keep their own target(s) although the build names another target (which applies only to
+    modules without one): the same on every path (direct cut or mlir-opt)."""
+    if not options.target:
+        return []
+    return [CompileWarning(f"gpu.module @{module.name} carries its own target(s); target {options.target} "
+                           "applies only to modules without one", file=source, line=module.line)
+            for module in modules if module.targets and all(t.target.name != options.target for t in module.targets)]
+
+
 def _check_layout(source, options):
     warnings = []
     if options.layout == "vendor":
@@ -518,7 +528,7 @@ def _compile(source, options, translated=None, output=None):
         jobs = plan(loaded.modules, source, options)
         llvm_irs = translate(loaded.modules, source)
     timings["translate"] = time.perf_counter() - started
-    warnings += loaded.warnings
+    warnings += _own_target_warnings(loaded.modules, options, source)
     for module in loaded.modules:
         if not re.search(r"^define (?:[\w\s]+ )?(?:ptx_kernel|amdgpu_kernel) ", llvm_irs[module.name], re.M):
             warnings.append(CompileWarning(f"gpu.module @{module.name} has no kernels: its binary has no entry "

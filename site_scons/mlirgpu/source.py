@@ -7,11 +7,12 @@ then a standalone module for `mlir-translate --no-implicit-module`. Local-scope 
 `{-# dialect_resources #-}` trailer, so it is taken from a plain print and appended to pieces that use it.
 """
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import process, toolchain
-from .errors import CompileError, CompileWarning
+from .errors import CompileError
 from .fsutil import read_source
+from .options import hint
 from .mlirtext import Unreadable, skip_space, symbol_name, target_list
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
@@ -38,7 +39,6 @@ class Source:
     path: str
     modules: list
     container: str = ""  # normalised (and lowered) file text; '' when there is no host code
-    warnings: list = field(default_factory=list)
 
     @property
     def has_host_code(self):
@@ -90,23 +90,41 @@ def normalise(path):
     return _run_mlir_opt([path, "--mlir-print-local-scope", "--mlir-print-debuginfo"], path, "parsing")
 
 
-def lower(path, target, chips, features, opt_level):
+# Dialects whose ops the built-in lowering cannot take, and the passes that make them lowerable.
+_BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}, convert-linalg-to-loops, "
+_SUBGROUP = "test-gpu-subgroup-reduce-lowering{expand-to-shuffles}, "
+
+
+def lower(path, target, chips, features, opt_level, pipeline=""):
     """Outline kernels, attach `target` once per chip, and lower gpu/arith/memref/math/scf to the target's LLVM
-    dialect (ROCDL lowering is specialised for the first chip)."""
-    attach = ", ".join(
-        f"{target.name}-attach-target{{chip={chip} O={opt_level}" + (f" features={features}" if features else "") + "}"
-        for chip in chips
-    )
-    convert = "convert-gpu-to-nvvm" if target.name == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chips[0]} runtime=HIP}}"
-    pipeline = (
-        f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
-        f"gpu.module({convert}, canonicalize, cse, reconcile-unrealized-casts))"
-    )
-    return _run_mlir_opt(
-        [path, f"--pass-pipeline={pipeline}", "--mlir-print-local-scope", "--mlir-print-debuginfo"],
-        path,
-        f"lowering target-neutral code for {target.name}",
-    )
+    dialect; or run the user's `pipeline` instead (then attach the target to modules still without one)."""
+    what = f"lowering target-neutral code for {target.name}"
+    args = ["--mlir-print-local-scope", "--mlir-print-debuginfo"]
+    if pipeline:
+        anchored = pipeline if re.match(r"\s*(builtin\.module|any)\(", pipeline) else f"builtin.module({pipeline})"
+        text = run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={anchored}", *args], path, what + " (--lowering)")
+        if "gpu.binary" in text and "gpu.module" not in text:
+            raise CompileError("the lowering pipeline already serialized the gpu.modules (gpu-module-to-binary)",
+                               file=path, fix="end the pipeline before serialization; mlirgpu serializes")
+        return run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={target.attach_pipeline(chips, features, opt_level)}",
+                                          *args], path, what, text=text)
+    try:
+        return run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={target.lowering_pipeline(chips, features, opt_level)}",
+                                          *args], path, what)
+    except CompileError as exc:
+        failed = re.search(r"failed to legalize operation '([\w.]+)'", exc.message)
+        if failed:
+            op = failed.group(1)
+            if op == "gpu.subgroup_reduce":
+                suggested = target.lowering_pipeline(chips, features, opt_level, before_all=_SUBGROUP)
+            elif op.split(".")[0] in ("tensor", "linalg", "bufferization"):
+                suggested = target.lowering_pipeline(chips, features, opt_level, before_all=_BUFFERIZE)
+            else:
+                suggested = None
+            exc.fix = (f"lower it with your own pipeline: {hint('lowering', suggested)}" if suggested else
+                       f"the built-in lowering takes gpu, arith, math, memref, scf, cf and affine code; give your "
+                       f"own pipeline with {hint('lowering')}")
+        raise
 
 
 def lowering_needed(text, modules):
@@ -208,20 +226,14 @@ def load(path, options):
     that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container."""
     text = normalise(path)
     modules = split(text, path)
-    warnings = []
-    if options.target:
-        for module in modules:
-            if module.targets and all(t.target.name != options.target for t in module.targets):
-                warnings.append(CompileWarning(
-                    f"gpu.module @{module.name} carries its own target(s); target {options.target} applies only "
-                    "to modules without one", file=path, line=module.line))
     if lowering_needed(text, modules):
         if not options.target:
             untargeted = [m for m in modules if not m.targets]
             what = f"gpu.module @{untargeted[0].name} has no target" if untargeted else "gpu.launch needs outlining"
             raise CompileError(
                 what, file=path, line=untargeted[0].line if untargeted else None,
-                fix="pass --target nvvm|rocdl (and --chip) or add a #nvvm.target / #rocdl.target attribute",
+                fix=f"set {hint('target')} (and {hint('chip')}) or give the module a target attribute "
+                    f"({', '.join('#' + t.attribute for t in TARGETS.values())})",
             )
         target = TARGETS[options.target]
         chips = [chip for chip in (options.chip or target.default_chip).split(",") if chip]
@@ -231,7 +243,7 @@ def load(path, options):
             except CompileError as exc:
                 raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
-        lowered = lower(path, target, chips, options.features, opt_level)
+        lowered = lower(path, target, chips, options.features, opt_level, options.lowering)
         original = {m.name: m for m in modules if m.targets}
         modules = [original.get(m.name, m) for m in split(lowered, path)]
         # Modules that had targets keep them as written (attach-target would have appended one).
@@ -248,4 +260,4 @@ def load(path, options):
         ]
         if container:
             container += trailer
-    return Source(path, modules, container, warnings)
+    return Source(path, modules, container)

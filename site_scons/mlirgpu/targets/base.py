@@ -94,6 +94,26 @@ class Target:
                 fix=f"use one of LLVM's {self.name} processors, e.g. {', '.join(close or known[:12])}",
             )
 
+    def conversion_pass(self, chips):
+        """The pass converting a target-neutral gpu.module to this target's LLVM dialect."""
+        raise NotImplementedError
+
+    def lowering_pipeline(self, chips, features, opt_level, before_all=""):
+        """The built-in mlir-opt pipeline for target-neutral code (as upstream's integration tests lower it):
+        outline kernels, attach this target once per chip, lower affine and scf, convert the gpu.modules.
+        `before_all` holds extra passes to run first (the error hints suggest some)."""
+        attach = ", ".join(f"{self.name}-attach-target{{chip={chip} O={opt_level}"
+                           + (f" features={features}" if features else "") + "}" for chip in chips)
+        return (f"builtin.module({before_all}gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
+                f"gpu.module({self.conversion_pass(chips)}, canonicalize, cse, "
+                "reconcile-unrealized-casts))")
+
+    def attach_pipeline(self, chips, features, opt_level):
+        """Attach this target (once per chip) to gpu.modules that carry none, after a user's own lowering."""
+        attach = ", ".join(f"{self.name}-attach-target{{chip={chip} O={opt_level}"
+                           + (f" features={features}" if features else "") + "}" for chip in chips)
+        return f"builtin.module({attach})"
+
     def default_build_chip(self, options, environment=None):
         """The chip target-neutral modules get when the build names none (documented per target)."""
         return self.default_chip

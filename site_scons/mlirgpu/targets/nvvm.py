@@ -25,6 +25,9 @@ class NVVM(Target):
     def toolkit(self, options, environment=None):
         return toolchain.cuda_toolkit(options.toolkit, environment)
 
+    def conversion_pass(self, chips):
+        return "convert-gpu-to-nvvm"
+
     def default_build_chip(self, options, environment=None):
         """The oldest chip the found ptxas accepts (sm_75 for CUDA 13); upstream's sm_50 without a toolkit."""
         root = self.toolkit(options, environment)

@@ -61,6 +61,10 @@ class ROCDL(Target):
     def toolkit(self, options, environment=None):
         return toolchain.rocm_toolkit(options.toolkit, environment)
 
+    def conversion_pass(self, chips):
+        """Specialised for the first chip; gpu.printf becomes HIP's hostcall printf (runtime=HIP)."""
+        return f"convert-gpu-to-rocdl{{chipset={chips[0]} runtime=HIP}}"
+
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """The attribute's link files and the device libraries the module's declarations ask for; for code
         that is lowered first, ocml and ockl when it uses math, complex or gpu.printf (the lowering introduces
