@@ -109,13 +109,7 @@ def _compile(args):
     started = time.perf_counter()
     translated = translate_many([args.input], at_least=1).get(args.input)  # failures: the worker reports them
     translating = time.perf_counter() - started
-    try:
-        result = compile_to_object(args.input, args.output, options, translated)
-    except CompileError:
-        for stale in (args.output, options.header, options.depfile):
-            if stale and os.path.realpath(stale) != os.path.realpath(args.input) and not os.path.isdir(stale):
-                remove_quietly(stale)  # an old file must not pass for the result of this compile
-        raise
+    result = compile_to_object(args.input, args.output, options, translated)
     for warning in result.warnings:
         print(f"mlirgpu: {warning}", file=sys.stderr)
     if args.timings:
@@ -126,8 +120,26 @@ def _compile(args):
     return 0
 
 
+def _remove_stale_outputs(output, header, depfile, source):
+    """An old output must not pass for the result of a compile that failed."""
+    for stale in (output, header, depfile):
+        if stale and os.path.realpath(stale) != os.path.realpath(source or "") and not os.path.isdir(stale):
+            remove_quietly(stale)
+
+
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:
+        if exit_.code == 2 and argv[:1] == ["compile"]:  # a command line we cannot read: remove what it names
+            outputs = argparse.ArgumentParser(add_help=False)
+            outputs.add_argument("input", nargs="?")
+            for flag in ("-o", "--output", "--header", "--depfile"):
+                outputs.add_argument(flag, dest=flag.lstrip("-"))
+            known, _rest = outputs.parse_known_args(argv[1:])
+            _remove_stale_outputs(known.o or known.output, known.header, known.depfile, known.input)
+        raise
     debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
     try:
         return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts}[args.command](args)
@@ -135,6 +147,8 @@ def main(argv=None):
         error = exc
     except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
+    if args.command == "compile":
+        _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
     print(f"mlirgpu: {error}", file=sys.stderr)
     if debug and error.detail:
         print(error.detail, file=sys.stderr)

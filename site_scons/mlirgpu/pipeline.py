@@ -368,7 +368,7 @@ def translate_host(source, jobs, outputs, options):
               for module in source.modules}
     container = sources.replace_modules(source.container, pieces)
     return sources.run_mlir_tool("mlir-translate", ["--mlir-to-llvmir", "-"], source.path, "translating host code",
-                                 text=container, fix="pass --host-code ignore to embed only the binaries")
+                                 text=container, fix=f"set {hint('host_code', 'ignore')} to embed only the binaries")
 
 
 def _dump(ctx, name, data):
@@ -641,6 +641,9 @@ def _profile(source, result, tools, started, seconds):
 def make_depfile(output, dependencies):
     """A Make-style depfile (`output: deps`), as Ninja's and Meson's `depfile` read it."""
     def escape(path):
+        if "\n" in path or "\r" in path:
+            raise CompileError(f"cannot write a depfile naming '{path.strip()}': a line break in a path",
+                               fix="rename the file")
         return path.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
 
     return escape(output) + ": " + " \\\n  ".join(escape(path) for path in dependencies) + "\n"

@@ -88,14 +88,13 @@ def make_variables(args=None):
         if not option.variable:
             continue
         default = DEFAULTS[option.variable]
+        text = option.help
         if option.variable == "GPU_TARGET":
             choices = ("",) + tuple(TARGETS)
-            text = f"{option.help} ({' | '.join(TARGETS)})"
         elif option.choices:
             choices = ("",) + option.choices if default in ("", None) else option.choices
-            text = f"{option.help} ({' | '.join(option.choices)})"
         else:
-            choices, text = None, option.help
+            choices = None
         if option.variable in LIST_VARIABLES:
             text += "; a list: commas or spaces"
         if choices:
@@ -378,6 +377,11 @@ class _CompileAction(SCons.Action.FunctionAction):
     def get_presig(self, target, source, env, executor=None):
         return self.funccontents + _signature(target, source, env).encode("utf-8")
 
+    def genstring(self, target, source, env, executor=None):
+        """The action as SCons records it (`--debug=explain` shows the old and new ones): the command line,
+        so a changed setting is named."""
+        return _command_line(target, source, env)
+
 
 class _ArtifactSet:
     """`scons DUMP=1 gpu-artifacts`: the manifest, reports and archive over every GpuObject of the build.
@@ -548,10 +552,13 @@ def _compile(target, source, env):
 
 
 def _describe(target, source, env):
-    """What SCons echoes: the equivalent `mlirgpu compile` command (copy and paste it to reproduce the build)."""
+    """What SCons echoes: $MLIRGPUCOMSTR, or the equivalent `mlirgpu compile` command (copy and paste it to
+    reproduce the build)."""
     custom = env.subst("$MLIRGPUCOMSTR", target=target, source=source)
-    if custom:
-        return custom
+    return custom or _command_line(target, source, env)
+
+
+def _command_line(target, source, env):
     try:
         options = _options(env, target, source)
     except CompileError:
@@ -594,8 +601,11 @@ def generate(env):
     for name, value in values.items():
         env[name] = value  # visible to the build files; `setting` keeps the command line first regardless
     env["MLIRGPU_VARIABLES"] = _COMMAND_LINE.variables  # for Help(...) and UnknownVariables()
-    if not _HELP_ADDED:
-        SCons.Script.Help(_COMMAND_LINE.variables.GenerateHelpText(env), append=True)
+    if not _HELP_ADDED and SCons.Script.GetOption("help"):
+        shown = SCons.Environment.Base(tools=[])
+        for variable in _COMMAND_LINE.variables.options:
+            shown[variable.key] = setting(env, variable.key)  # what this build uses
+        SCons.Script.Help(_COMMAND_LINE.variables.GenerateHelpText(shown), append=True)
         _HELP_ADDED.append(True)
     env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
     use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs

@@ -217,8 +217,8 @@ def _lower_host(text, path):
     args = ["-", f"--pass-pipeline=builtin.module({HOST_PIPELINE})", "--mlir-print-local-scope",
             "--mlir-print-debuginfo"]
     return run_mlir_tool("mlir-opt", args, path, "lowering host code", text=text,
-                         fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or pass "
-                             "--host-code ignore to embed only the binaries")
+                         fix="write host code MLIR's gpu-to-llvm can lower (async gpu ops), or set "
+                             f"{hint('host_code', 'ignore')} to embed only the binaries")
 
 
 def load(path, options):

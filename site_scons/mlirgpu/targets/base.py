@@ -153,12 +153,15 @@ def _processors(triple):
     return tuple(re.findall(r"^\s+(\S+)\s+- ", section, re.M))
 
 
-def run_tool(argv, what, job, fix=None):
-    """Run a serializer tool; a failure becomes a CompileError with its output and a repro command."""
+def run_tool(argv, what, job, fix=None, names=None):
+    """Run a serializer tool; a failure becomes a CompileError with its output and a repro command. `names`
+    maps scratch files to what the user knows them as (the dump names), in the tool's messages."""
     label = f"module @{job.module.name} ({job.chip}): {what}"
     result = process.run(argv, label)
     if result.returncode != 0:
         output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+        for scratch, shown in (names or {}).items():
+            output = output.replace(scratch, shown)
         first = next((line.strip() for line in output.splitlines() if line.strip()), f"exit code {result.returncode}")
         raise CompileError(f"{label} failed: {first}", fix=fix, detail=output + "\nrepro: " + " ".join(argv))
     return result

@@ -4,6 +4,7 @@ import re
 
 from .. import toolchain
 from ..cmdline import tokenize_cmd_options
+from ..options import hint
 from ..errors import ToolMissing
 from .base import COMMON_PARAMETERS, Library, Target, run_tool
 
@@ -70,7 +71,7 @@ class NVVM(Target):
         opts = tokenize_cmd_options(options.opts)
         argv += [arg for arg in opts if arg != "-32"]  # upstream: `-32` is fatbinary's, every other is ptxas's
         argv += ptxas_cmd_options(job.attr)
-        run_tool(argv, "ptxas", job, fix=_ptxas_fix(job.chip))
+        run_tool(argv, "ptxas", job, fix=_ptxas_fix(job.chip, ptxas), names={ptx_path: f"{job.stem}.isa"})
         with open(cubin_path, "rb") as handle:
             outputs = {"cubin": handle.read()}
         if fmt == "fatbin":
@@ -122,9 +123,10 @@ def _sm(chip):
     return chip.split("_", 1)[-1]
 
 
-def _ptxas_fix(chip):
-    match = re.match(r"sm_(\d+)", chip)
-    if match and int(match.group(1)) < 75:
-        return f"'{chip}' is older than this ptxas supports; use sm_75 or newer, or an older CUDA toolkit"
-    return "check the chip and the ptxas options (see the repro command)"
+def _ptxas_fix(chip, ptxas):
+    accepted = toolchain.ptxas_chips(ptxas)
+    if accepted and chip not in accepted:
+        return (f"this ptxas does not take '{chip}': use {accepted[0]} or newer (in the target attribute, or "
+                f"{hint('chip')} for target-neutral code), or a CUDA toolkit that supports it")
+    return f"check the chip and {hint('opts')} (-v shows the tool's output and a repro command)"
 

@@ -128,7 +128,8 @@ class ROCDL(Target):
         argv = [toolchain.llvm_tool("llvm-mc"), f"-triple={job.attr.triple}", f"-mcpu={job.chip}"]
         if job.attr.features:
             argv.append(f"-mattr={job.attr.features}")
-        run_tool(argv + ["-filetype=obj", asm_path, "-o", obj_path], "assembling the ISA (llvm-mc)", job)
+        run_tool(argv + ["-filetype=obj", asm_path, "-o", obj_path], "assembling the ISA (llvm-mc)", job,
+                 names={asm_path: f"{job.stem}.isa"})
         lld = toolchain.lld(self.toolkit(options))
         run_tool([lld, "-shared", obj_path, "-o", hsaco_path], "linking the HSACO (ld.lld)", job)
         with open(hsaco_path, "rb") as handle:
