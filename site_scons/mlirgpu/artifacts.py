@@ -124,6 +124,17 @@ def _checked_sha256(path, record, name, record_path):
     return digest
 
 
+def _check_object(record, dump_dir, record_path):
+    """The object beside the record must be the one the compile wrote (a build cache may restore both)."""
+    obj = record.get("object") or {}
+    if not isinstance(obj, dict) or not isinstance(obj.get("path"), str) or not isinstance(obj.get("sha256"), str):
+        return
+    path = os.path.normpath(os.path.join(dump_dir, obj["path"]))
+    if os.path.isfile(path) and _sha256(path) != obj["sha256"]:
+        raise CompileError(f"the object '{obj['path']}' differs from what the compile wrote (changed since, or "
+                           "restored damaged from a cache)", file=record_path, fix="rebuild the object")
+
+
 def build_manifest(record_paths, root, versions, toolkit=""):
     """The manifest (a dict) for the objects whose records are `record_paths`, paths relative to `root`."""
     objects = []
@@ -142,6 +153,7 @@ def build_manifest(record_paths, root, versions, toolkit=""):
             jobs.append({key: job[key] for key in ("module", "target", "chip", "opt_level", "features")}
                         | {"intermediates": intermediates,
                            "kernels": _kernels(job, dump_dir, record["options"], toolkit, prefix)})
+        _check_object(record, dump_dir, record_path)
         extra = sorted(set(record["dumps"]) - {n for job in record["jobs"] for n in job["dumps"]})
         objects.append({
             "source": record["source"],

@@ -556,7 +556,7 @@ def _compile(source, options, translated=None, output=None):
                           embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if options.dump_dir:
         _remove_stale_dumps(options.dump_dir, previous, ctx.dumps)
-        _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dump_hashes, warnings, obj))
+        _dump(ctx, RECORD_DUMP, _record(source, options, jobs, binaries, ctx.dump_hashes, warnings, obj, output))
         timings["dumps"] = ctx.timings["dumps"]
     tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
     dependencies = [source] + sorted(set(ctx.dependencies)) + tools + [toolchain.llvmlite_library()]
@@ -592,7 +592,7 @@ def project_path(path):
     return os.path.relpath(os.path.abspath(path)).replace(os.sep, "/")
 
 
-def _record(source, options, jobs, binaries, dump_hashes, warnings, obj):
+def _record(source, options, jobs, binaries, dump_hashes, warnings, obj, output=None):
     """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these). Every
     file is listed with its sha256, so a copy restored from a cache can be checked."""
     folder = options.dump_dir
@@ -600,7 +600,9 @@ def _record(source, options, jobs, binaries, dump_hashes, warnings, obj):
         "schema": "scons-mlir-gpu/object-record",
         "version": 1,
         "source": project_path(source),
-        "object": {"size": len(obj), "sha256": hashlib.sha256(obj).hexdigest()},
+        "object": {"size": len(obj), "sha256": hashlib.sha256(obj).hexdigest(),
+                   "path": os.path.relpath(os.path.abspath(output), os.path.abspath(folder)).replace(os.sep, "/")
+                   if output else None},
         "options": {"format": options.format, "layout": options.layout, "section": options.section,
                     "target": options.target, "chip": options.chip, "features": options.features,
                     "opt_level": options.opt_level, "host_code": options.host_code, "opts": options.opts},

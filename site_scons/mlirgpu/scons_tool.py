@@ -23,6 +23,7 @@ call this module's: the package is the tool (see mlirgpu/__init__.py).
 import concurrent.futures
 import dataclasses
 import difflib
+import json
 import os
 import shlex
 import sys
@@ -41,6 +42,7 @@ import SCons.Variables
 
 from . import __version__, artifacts, errors, toolchain, workers
 from .errors import CompileError
+from .fsutil import remove_quietly
 from .options import OPTIONS, CompileOptions, to_argv
 from .pipeline import RECORD_DUMP, check_options, compile_to_object, translate_many
 from .scan import planned_outputs, predicted_libraries, use_cache_file, uses_build_target
@@ -250,7 +252,8 @@ def _emitter(target, source, env, shared=False):
         env.Depends(obj, libs)
     header, dump_dir = obj.attributes.mlirgpu_paths = _object_paths(env, obj)
     extra = [header] if header else []
-    _forget_stale_dumps(env, obj, dump_dir)
+    obj.attributes.mlirgpu_listed = _listed_dumps(dump_dir)  # SCons deletes the record before the action runs
+    _forget_stale_dumps(env, obj, dump_dir, obj.attributes.mlirgpu_listed)
     try:
         options = _options(env, target, source)
     except CompileError:
@@ -286,21 +289,22 @@ def _claim(dump_dir, obj):
             f"{dump_dir.path} (fix: give each its own GPU_DUMPDIR, e.g. with ${{TARGET.filebase}} in it)")
 
 
-def _forget_stale_dumps(env, obj, dump_dir):
+def _listed_dumps(dump_dir):
+    """The plain file names the object's last record lists (none when there is no record)."""
+    try:
+        with open(os.path.join(dump_dir.abspath, RECORD_DUMP), encoding="utf-8") as handle:
+            listed = json.load(handle).get("dumps", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [name for name in listed if isinstance(name, str) and name == os.path.basename(name)
+            and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []
+
+
+def _forget_stale_dumps(env, obj, dump_dir, listed):
     """`scons -c` removes every file a compile of this object ever declared: the files its last record lists
     (also after a build with dumps when cleaning without), and its own dump folder."""
     if not SCons.Script.GetOption("clean"):
         return
-    record = os.path.join(dump_dir.abspath, RECORD_DUMP)
-    listed = []
-    try:
-        import json
-
-        with open(record, encoding="utf-8") as handle:
-            listed = [name for name in json.load(handle).get("dumps", []) if isinstance(name, str)
-                      and name == os.path.basename(name) and not name.startswith(".")]
-    except (OSError, ValueError, AttributeError):
-        pass
     env.Clean(obj, [dump_dir.File(name) for name in listed + [RECORD_DUMP]])
     if dump_dir.name.endswith(".dumps") and dump_dir.dir.abspath == obj.dir.abspath:
         env.Clean(obj, dump_dir)
@@ -523,6 +527,11 @@ _TRANSLATIONS = _Translations()
 def _compile(target, source, env):
     workers.forking(_jobs() > 1)
     obj = target[0]
+    _, dump_dir = obj.attributes.mlirgpu_paths
+    declared = {node.abspath for node in target}
+    for name in getattr(obj.attributes, "mlirgpu_listed", []):  # what the last compile wrote and this one won't
+        if dump_dir.File(name).abspath not in declared:
+            remove_quietly(dump_dir.File(name).abspath)
     try:
         options = _options(env, target, source)
         if not _bool(setting(env, "GPU_DUMP")):
