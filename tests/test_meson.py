@@ -29,7 +29,7 @@ def test_meson_project(tmp_path):
     run(["meson", "setup", "build"], work)
     build = work / "build"
     first = run(["meson", "compile", "-C", "build"], work)
-    assert "Generating saxpy_gpu" in first
+    assert "Generating saxpy_gpu" in first and "Generating blend_gpu" in first  # two kernels, one recipe
     assert "OK" in run([str(build / "saxpy")], work)
     assert "ninja: no work to do." in run(["meson", "compile", "-C", "build"], work)
     depfile = (build / "saxpy_gpu.d").read_text() if (build / "saxpy_gpu.d").exists() else ""
@@ -66,6 +66,13 @@ def test_plain_ninja_with_depfile(tmp_path):
     assert "mlirgpu ../meson/saxpy.mlir" in run(["ninja"], work)
     (work / "saxpy_gpu.dumps" / "saxpy_module.hsaco").unlink()
     assert "mlirgpu ../meson/saxpy.mlir" in run(["ninja"], work)
+    # Another chip changes the generated header: the C file including it is compiled again (gcc's depfile).
+    (work / "build.ninja").write_text((work / "build.ninja").read_text().replace("chip = gfx942", "chip = gfx90a"))
+    rebuilt = run(["ninja"], work)
+    assert "mlirgpu ../meson/saxpy.mlir" in rebuilt and "cc main.c" in rebuilt
+    assert "gfx90a" in run([str(work / "saxpy")], work)
+    (work / "build.ninja").write_text((work / "build.ninja").read_text().replace("chip = gfx90a", "chip = gfx942"))
+    run(["ninja"], work)
     # The outputs build.ninja declares are exactly what `mlirgpu list-outputs` says for its options.
     listed = run(["mlirgpu", "list-outputs", "../meson/saxpy.mlir", "-o", "saxpy_gpu.o", "--header", "saxpy_gpu.h",
                   "--dump-intermediates", "saxpy_gpu.dumps", "--target", "rocdl", "--chip", "gfx942", "--format",

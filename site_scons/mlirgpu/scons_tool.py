@@ -191,7 +191,8 @@ def _object_paths(env, obj):
         dump_dir = obj.dir.Dir(base + ".dumps")
     elif "GPU_DUMPDIR" in _COMMAND_LINE.load():  # a root for every object: one folder per object below it
         top = env.Dir("#")
-        dump_dir = env.Dir(str(folder)).Dir(os.path.join(obj.dir.get_path(top), base))
+        root = str(folder) if os.path.isabs(str(folder)) or str(folder).startswith("#") else "#" + str(folder)
+        dump_dir = env.Dir(root).Dir(os.path.join(obj.dir.get_path(top), base))
     else:
         dump_dir = env.Dir(env.subst(str(folder), target=[obj]) if "$" in str(folder) else str(folder))
     return header_node, dump_dir
@@ -624,6 +625,7 @@ def generate(env):
     env["MLIRGPU_BUILDER"] = builder
     env.AddMethod(_gpu_object, "GpuObject")
     env.AddMethod(_gpu_dumps, "GpuDumps")
+    env.AddMethod(setting, "GpuSetting")  # the value the tool uses (command line first), for the build files
     # `.mlir` files are also plain sources of Object/SharedObject and so of every library and program builder.
     static, shared = SCons.Tool.createObjBuilders(env)
     static.add_action(".mlir", action)
