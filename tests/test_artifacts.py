@@ -35,7 +35,7 @@ def test_manifest_matches_files_and_tools(examples, target):
     assert manifest["schema"] == "scons-mlir-gpu/manifest" and manifest["version"] == 1
     assert {"mlirgpu", "mlir", "llvmlite"} <= set(manifest["toolchain"])
     sources = {obj["source"] for obj in manifest["objects"]}
-    assert len(sources) == 4
+    assert len(sources) == 5
     kernels = 0
     for obj in manifest["objects"]:
         assert obj["binaries"] and all(len(b["sha256"]) == 64 and b["size"] > 0 for b in obj["binaries"])

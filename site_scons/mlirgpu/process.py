@@ -29,15 +29,29 @@ def timeout():
                        fix="set it to e.g. 600, or unset it")
 
 
+def bounded(argv, seconds, input=None):
+    """`subprocess.run(argv)` capturing its output, in its own process group, which is killed whole when the
+    time is up (a tool that is a script would otherwise leave a child holding the pipes open)."""
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(input, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
 def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
     started = time.perf_counter()
     try:
-        result = subprocess.run(
-            argv, input=input, capture_output=True, timeout=timeout(),
-            stdin=None if input is not None else subprocess.DEVNULL,
-        )
+        result = bounded(argv, timeout(), input)
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"{what}: {name} did not finish within {timeout():g} s",
                            fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc

@@ -145,12 +145,13 @@ def tool_output(tool, args):
         return None
 
     def run():
+        from .process import bounded
+
         try:
-            result = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60,
-                                    stdin=subprocess.DEVNULL, errors="replace")
+            result = bounded([tool, *args], 10)
         except (OSError, subprocess.SubprocessError):
             return None
-        return result.stdout + result.stderr
+        return (result.stdout + result.stderr).decode("utf-8", "replace")
 
     return _cached(key, run)
 
