@@ -7,7 +7,7 @@ Upstream chain, per source (driven by `make -jN`): `mlir-opt --gpu-module-to-bin
 Repetitions are interleaved (ours, upstream, ours, ...); medians and min-max are reported, and the ratio
 ours/upstream. Sections: full builds (-j2, -j1), single-source latency, null builds against SCons's floor (the
 same number of targets from a trivial Command), an incremental rebuild, DUMP=1 against DUMP=0 with peak memory,
-and a profile of where the time goes (MLIRGPU_PROFILE). Writes DIR/results.json and prints a table.
+the scan of files of many modules against mlir-opt, and a profile of where the time goes (MLIRGPU_PROFILE). Writes DIR/results.json and prints a table.
 """
 import argparse
 import json
@@ -171,6 +171,28 @@ def llc():
     return toolchain.llvm_tool("llc")
 
 
+def scan_scaling(base, sizes, reps):
+    """What a build tool asks on every run, against mlir-opt reading the same file: `mlirgpu list-outputs` on a
+    file of N small modules (the scan, linear in N) and `mlir-opt FILE` (parse and print), for growing N."""
+    out = {}
+    mlirgpu = os.path.join(os.path.dirname(sys.executable), "mlirgpu")
+    for size in sizes:
+        folder = os.path.join(base, f"scan{size}")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "many.mlir")
+        with open(path, "w") as handle:
+            handle.write("module attributes {gpu.container_module} {\n")
+            for index in range(size):
+                handle.write(f'  gpu.module @m{index} [#nvvm.target<chip = "sm_80">] {{\n    llvm.func @k{index}'
+                             "(%a: f32) attributes {gpu.kernel, nvvm.kernel} { llvm.return }\n  }\n")
+            handle.write("}\n")
+        ours = [mlirgpu, "list-outputs", path, "-o", "many.o", "--dump-intermediates", "D"]
+        upstream = [toolchain.llvm_tool("mlir-opt"), path, "-o", os.devnull]
+        out[str(size)] = interleave({"ours": (ours, folder, None), "upstream": (upstream, folder, None)}, reps,
+                                    lambda name, cwd: None)
+    return out
+
+
 def null_builds(base, sizes, reps):
     out = {}
     for size in sizes:
@@ -282,6 +304,10 @@ def report(results):
     for size, value in results["null"].items():
         lines.append(f"  {size:>5s} sources, {value['targets']} targets: {value['ours']['median']:.2f} / "
                      f"{value['floor']['median']:.2f} = {ratio(value['ours'], value['floor']):.2f}")
+    lines.append("Scan of a file of N modules: `mlirgpu list-outputs` / `mlir-opt FILE` (median s) = ratio")
+    for size, value in results["scan"].items():
+        lines.append(f"  {size:>6s} modules: {value['ours']['median']:.2f} / {value['upstream']['median']:.2f} = "
+                     f"{ratio(value['ours'], value['upstream']):.2f}")
     inc = results["incremental"]
     lines.append(f"Incremental, one of {results['incremental_sources']} sources touched (median s): ours "
                  f"{inc['ours']['median']:.2f} / upstream {inc['upstream']['median']:.2f} = "
@@ -319,6 +345,7 @@ def main(argv=None):
         results["latency"] = latency(corpus_dir, reps, corpus_latency_files(corpus_dir))
         results["null"] = null_builds(base, null_sizes, reps)
         results["incremental"] = incremental(base, incr, reps)
+        results["scan"] = scan_scaling(base, (100,) if args.quick else (1000, 10000), reps)
         results["profile"] = profile(corpus_dir)
     finally:
         shutil.rmtree(base, ignore_errors=True)

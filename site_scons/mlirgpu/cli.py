@@ -84,8 +84,9 @@ def _list_outputs(args):
     options = check_options(args.input, _options(args))
     outputs = [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
-        outputs += [os.path.normpath(os.path.join(options.dump_dir, name))
-                    for name in planned_outputs(args.input, options)]
+        folder = os.path.normpath(options.dump_dir)
+        folder = "" if folder == "." else folder + os.sep
+        outputs += [folder + name for name in planned_outputs(args.input, options)]  # plain names
     print("\n".join(outputs))
     return 0
 

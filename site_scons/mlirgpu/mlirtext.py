@@ -15,47 +15,53 @@ class Unreadable(ValueError):
 
 
 SYMBOL = re.compile(r'@("(?:[^"\\\n]|\\.)*"|[A-Za-z_$.\-0-9][\w$.\-]*)')
-_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}]|"')
+_STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|"')
+_BRACES = re.compile(r"[{}]")
 
 
 class Structure:
     """A source's text three ways: as written, `clean` (comments blanked), `masked` (comments and string
-    contents blanked; every offset stays the same), plus the `{` nesting depth at any offset. One
-    regular-expression pass, linear in the text: this runs for every changed source on every build."""
+    contents blanked; every offset stays the same), plus the `{` nesting depth at any offset and the closing
+    brace of each opening one. Two regular-expression passes, linear in the text: this runs for every changed
+    source on every build."""
 
     def __init__(self, text):
-        clean, masked, self._breaks, self._depths = [], [], [0], [0]
-        depth = pos = 0
-        for match in _TOKENS.finditer(text):
+        clean, masked = [], []
+        pos = 0
+        for match in _STRINGS_AND_COMMENTS.finditer(text):
             start, end = match.span()
             token = match.group()
+            if token == '"':
+                raise Unreadable("unterminated string")
             between = text[pos:start]
             clean.append(between)
             masked.append(between)
-            if token == '"':
-                raise Unreadable("unterminated string")
             if token[0] == '"':
                 clean.append(token)
                 masked.append('"' + " " * (len(token) - 2) + '"')
-            elif token[0] == "/":
+            else:
                 clean.append(" " * len(token))
                 masked.append(" " * len(token))
-            else:
-                depth += 1 if token == "{" else -1
-                if depth < 0:
-                    raise Unreadable("unbalanced '}'")
-                self._breaks.append(end)
-                self._depths.append(depth)
-                clean.append(token)
-                masked.append(token)
             pos = end
-        if depth:
-            raise Unreadable("unbalanced '{'")
         clean.append(text[pos:])
         masked.append(text[pos:])
         self.text = text
         self.clean = "".join(clean)
         self.masked = "".join(masked)
+        self._breaks, self._depths, self.closing = [0], [0], {}  # closing: offset of each `{` -> its `}`
+        opened = []
+        for match in _BRACES.finditer(self.masked):
+            start = match.start()
+            if match.group() == "{":
+                opened.append(start)
+            elif not opened:
+                raise Unreadable("unbalanced '}'")
+            else:
+                self.closing[opened.pop()] = start
+            self._breaks.append(start + 1)
+            self._depths.append(len(opened))
+        if opened:
+            raise Unreadable("unbalanced '{'")
 
     def depth_at(self, position):
         """`{` nesting depth just before `position`."""

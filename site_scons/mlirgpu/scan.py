@@ -58,7 +58,9 @@ _LAUNCH = re.compile(r"(?<![\w.$])gpu\.launch(?![\w.$])")
 _OPS = re.compile(r"(?<![\w.$%#!@^])([a-z_][a-z0-9_]*\.[a-z_][\w.]*)")
 
 
-_CANDIDATE = re.compile(r"(?<![\w.$%#!@^\"])([A-Za-z_][\w$]*(?:\.[\w$]+)+|module)(?=[\s@({<\[]|$)")
+# An op name first on its line (after a result's `%x =`), or right after a `{` or `}` on the same line.
+_CANDIDATE = re.compile(r"(?:^[ \t]*(?:%[^\n={}]*=[ \t]*)?|(?<=[{}])[ \t]*)"
+                        r"([A-Za-z_][\w$]*(?:\.[\w$]+)+|module)(?=[\s@({<\[]|$)", re.M)
 
 
 def _op_spans(st, start, end, depth):
@@ -66,16 +68,10 @@ def _op_spans(st, start, end, depth):
 
     An op starts with its name (a dotted identifier, or `module`) at the region's depth, first on its line or
     right after the region's `{`, a previous op's `}`, or a result's `=`."""
-    masked = st.masked
     starts = []
-    for match in _CANDIDATE.finditer(masked, start, end):
-        before = match.start() - 1
-        while before >= start and masked[before] in " \t":
-            before -= 1
-        if before >= start and masked[before] not in "\n}=":
-            continue
-        if st.depth_at(match.start()) == depth:
-            starts.append((match.group(1), match.start(), match.end()))
+    for match in _CANDIDATE.finditer(st.masked, start, end):
+        if st.depth_at(match.start(1)) == depth:
+            starts.append((match.group(1), match.start(1), match.end(1)))
     return [(name, s, e, starts[i + 1][1] if i + 1 < len(starts) else end)
             for i, (name, s, e) in enumerate(starts)]
 
@@ -101,7 +97,7 @@ def _gpu_module(st, name_end, aliases, lists):
         handler, pos = clean[pos : close + 1], skip_space(masked, close + 1)
     targets = ()
     if masked.startswith("[", pos):
-        close = matching_close(clean, pos, "[", "]")
+        close = matching_close(clean, pos, "[", "]")  # the list only, which is short
         written = clean[pos : close + 1]
         if written not in lists:
             lists[written] = tuple(TargetAttr(*item) for item in target_list(clean, pos, aliases, target_for_attribute)[0])
@@ -110,7 +106,7 @@ def _gpu_module(st, name_end, aliases, lists):
         pos = skip_space(masked, pos + len("attributes"))
         if not masked.startswith("{", pos):
             raise Unreadable("gpu.module attributes")
-        pos = skip_space(masked, matching_close(masked, pos, "{", "}") + 1)
+        pos = skip_space(masked, st.closing[pos] + 1)
     if not masked.startswith("{", pos):
         raise Unreadable("gpu.module body")
     return name, targets, handler, pos
@@ -141,7 +137,7 @@ def scan_text(text):
         pos = skip_space(masked, end)
     prelude_end = masked.rfind("\n", 0, pos) + 1
     trailer = masked.rfind("{-#")
-    if trailer >= 0 and (st.depth_at(trailer) != 0 or masked[matching_close(masked, trailer, "{", "}") + 1 :].strip()):
+    if trailer >= 0 and (st.depth_at(trailer) != 0 or masked[st.closing[trailer] + 1 :].strip()):
         raise Unreadable("text after the resource trailer")
     region_end = trailer if trailer >= 0 else len(masked)
     top = _TOP_MODULE.match(masked, pos)
@@ -156,11 +152,11 @@ def scan_text(text):
             head = skip_space(masked, head + len("attributes"))
             if not masked.startswith("{", head):
                 raise Unreadable("module attributes")
-            close = matching_close(masked, head, "{", "}")
+            close = st.closing[head]
             top_attributes, head = masked[head + 1 : close].strip(), skip_space(masked, close + 1)
         if not masked.startswith("{", head):
             raise Unreadable("module body")
-        body_end = matching_close(masked, head, "{", "}")
+        body_end = st.closing[head]
         after = skip_space(masked, body_end + 1)
         while after < region_end and _ALIAS_DEF.match(masked, after):  # e.g. location aliases
             after = skip_space(masked, value_end(masked, _ALIAS_DEF.match(masked, after).end()))
@@ -181,7 +177,7 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
         header_end = _header_end(st, name_end, span_end, depth)
         if op == "gpu.module":
             name, targets, handler, body = _gpu_module(st, name_end, aliases, lists)
-            end = matching_close(masked, body, "{", "}") + 1
+            end = st.closing[body] + 1
             facts = _body_facts(st, body, end)
             order.append(("module", ScannedModule(name, targets, _start, end, handler, *facts)))
             symbols.add(name)
@@ -201,7 +197,7 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
                 raise Unreadable("gpu.launch naming its module or function")
             if owner is None:
                 raise Unreadable("gpu.launch outside a symbol")
-            region_close = matching_close(masked, region_open, "{", "}")
+            region_close = st.closing[region_open]
             order.append(("launch", owner, _body_facts(st, launch.start(), region_close)))
         order.append(("op", owner))
     # Outlining: the pass visits symbols in order, names each launch's module `<owner>_kernel`, uniqued in the
@@ -271,6 +267,8 @@ class _ScanCache:
 
     def put(self, key, value):
         self.memory[key] = value
+        if not self.path:
+            return  # nothing kept across runs (the CLI): no need for the stored form
         if self.stored is None:
             self._load()
         self.stored[key] = value if value == self.UNREADABLE else _scan_to_json(value)
