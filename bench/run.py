@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 
 from corpus import write_corpus  # noqa: E402
 from mlirgpu import toolchain  # noqa: E402
-from mlirgpu.pipeline import STAGES  # noqa: E402
+from mlirgpu.stages import STAGES  # noqa: E402
 
 SCONS = [sys.executable, os.path.join(os.path.dirname(sys.executable), "scons")]
 
@@ -315,7 +315,7 @@ def report(results):
     prof = results["profile"]
     lines.append(f"Where the time goes (-j1 build {prof['build_seconds']:.2f} s, in compiles "
                  f"{prof['compile_seconds']:.2f} s):")
-    stages = {suffix for suffix, _ in STAGES}
+    stages = {stage.suffix for stage in STAGES}
     for stage, value in sorted(prof["stages"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {'stage' if stage in stages else 'step ':5s} {stage:12s} {value:7.2f} s")
     for tool, value in sorted(prof["tools"].items(), key=lambda kv: -kv[1]["seconds"]):

@@ -226,7 +226,7 @@ def test_llvm_fatal_error_is_reported_not_fatal(tmp_path):
 
 def test_cuda_wheel_layout_is_found(tmp_path, monkeypatch):
     """The nvidia-cuda-nvcc + nvidia-nvvm wheels (installed by the bootstrap) form a usable toolkit root."""
-    roots = toolchain._nvcc_wheel_roots()
+    roots = toolchain.nvcc_wheel_roots()
     assert roots, "the PyPI CUDA wheels are not installed in this environment"
     root = roots[0]
     assert toolchain.libdevice(root)

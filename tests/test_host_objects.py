@@ -11,7 +11,7 @@ from elftools.elf.elffile import ELFFile
 import oracle
 from conftest import CORPUS, ROOT, instantiate
 from mlirgpu import CompileOptions, compile_to_object, toolchain
-from mlirgpu.bundle import read_bundle
+from mlirgpu.targets.bundle import read_bundle
 from sconsutil import scons
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

@@ -16,16 +16,16 @@ OPTIONS = CompileOptions(target="nvvm", chip="sm_90", format="isa")
 
 @pytest.fixture(params=[False, True], ids=["spawned", "forked"])
 def forking(request):
-    workers._shutdown()
+    workers.shutdown()
     workers.forking(request.param)
     yield request.param
-    workers._shutdown()
+    workers.shutdown()
     workers.forking(False)
 
 
 def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
     reference = compile_file(SOURCE, OPTIONS).object_bytes
-    results, pids = [], set()
+    results, pids, parents = [], set(), set()
     barrier = threading.Barrier(3)
 
     def compile_once():
@@ -34,6 +34,7 @@ def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
             pids.add(worker.process.pid)
             results.append(worker.call("compile_file", SOURCE, OPTIONS).object_bytes)
             pids.add(worker.process.pid)  # a forked worker's pid is known once it has answered
+            parents.add(_parent(worker.process.pid))
 
     threads = [threading.Thread(target=compile_once) for _ in range(3)]
     for thread in threads:
@@ -42,8 +43,13 @@ def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
         thread.join()
     assert results == [reference] * 3
     assert len(pids - {None}) == 3 and os.getpid() not in pids
-    if forking:
-        assert all(worker.process.zygote is workers._zygote for worker in workers._started)
+    zygote = workers.current_zygote()
+    assert parents == ({zygote.process.pid} if forking else {os.getpid()})
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
 def test_killed_worker_reports_its_signal(forking):
@@ -67,8 +73,8 @@ def test_workers_end_with_the_caller(forking):
     with workers.lease() as worker:
         worker.call("compile_file", SOURCE, OPTIONS)
         pid = worker.process.pid
-    zygote = workers._zygote
-    workers._shutdown()
+    zygote = workers.current_zygote()
+    workers.shutdown()
     assert worker.process.returncode == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # gone, not a zombie either: reaped

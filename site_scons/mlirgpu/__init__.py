@@ -19,8 +19,8 @@ __version__ = "0.1.0"
 # For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
 TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_LAZY = {"CompileError": "errors", "CompileOptions": "options", "STAGES": "pipeline", "compile_file": "pipeline",
-         "compile_to_object": "pipeline"}
+_LAZY = {"CompileError": "errors", "CompileOptions": "options", "STAGES": "stages", "compile_file": "api",
+         "compile_to_object": "api"}
 
 
 def __getattr__(name):

@@ -11,9 +11,8 @@ Manifest schema `scons-mlir-gpu/manifest`, version 1 (all paths relative to the 
                             "intermediates": {suffix: {"path", "sha256"}},
                             "kernels": [{"name", "registers", "spills", "shared_bytes", "local_bytes", ...}]}]}]}
 
-NVVM kernels add `barriers`, `constant_bytes`, `spill_stores`, `spill_loads` (bytes, from `ptxas -v`); ROCDL
-kernels add `vgprs`, `agprs`, `sgprs`, `vgpr_spills`, `sgpr_spills`, `wavefront_size` and `occupancy` (waves per
-SIMD limited by VGPRs, on CDNA chips; null elsewhere).
+Each target adds fields of its own to its kernels (its `kernel_resources` hook says which); `toolchain` holds
+the identity (version and sha256) of every tool that shaped the outputs.
 """
 import gzip
 import hashlib
@@ -25,9 +24,8 @@ import posixpath
 import re
 import tarfile
 
-from . import resources, toolchain
-from .cmdline import tokenize_cmd_options
 from .errors import CompileError
+from .targets import TARGETS
 
 SCHEMA = "scons-mlir-gpu/manifest"
 VERSION = 1
@@ -48,14 +46,13 @@ def _rel(path, root):
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
-def _kernels(job, dump_dir, options, toolkit, prefix):
-    isa_path = os.path.join(dump_dir, f"{prefix}{job['stem']}.isa")
-    if job["target"] == "nvvm":
-        ptxas = toolchain.cuda_tool("ptxas", toolchain.cuda_toolkit(toolkit or None))
-        extra = tokenize_cmd_options(options.get("opts", "") or "")
-        return resources.nvvm_kernels(ptxas, isa_path, job["chip"], job["opt_level"], extra)
-    with open(isa_path, encoding="utf-8") as handle:
-        return resources.rocdl_kernels(handle.read(), job["chip"])
+def _kernels(job, dump_dir, options, toolkit, prefix, record_path):
+    """Each kernel's resources, as the job's target reads them from its dumps or tool logs."""
+    target = TARGETS.get(job["target"])
+    if target is None:
+        raise CompileError(f"the record names target '{job['target']}', which is not registered", file=record_path,
+                           fix="set MLIRGPU_TARGETS to the module that defines it")
+    return target.kernel_resources(job, os.path.join(dump_dir, f"{prefix}{job['stem']}.isa"), options, toolkit)
 
 
 def find_records(paths):
@@ -152,7 +149,7 @@ def build_manifest(record_paths, root, versions, toolkit=""):
                                          "sha256": _checked_sha256(path, record, name, record_path)}
             jobs.append({key: job[key] for key in ("module", "target", "chip", "opt_level", "features")}
                         | {"intermediates": intermediates,
-                           "kernels": _kernels(job, dump_dir, record["options"], toolkit, prefix)})
+                           "kernels": _kernels(job, dump_dir, record["options"], toolkit, prefix, record_path)})
         _check_object(record, dump_dir, record_path)
         extra = sorted(set(record["dumps"]) - {n for job in record["jobs"] for n in job["dumps"]})
         objects.append({
@@ -419,17 +416,8 @@ def _archive_members(manifest, out_dir, names):
 
 
 def toolchain_versions(toolkit=""):
-    """Versions of the tools that shape the outputs (no paths)."""
-    from . import __version__
+    """Identities of the tools that shape the outputs (versions and hashes, no paths)."""
+    from .options import CompileOptions
+    from .planning import tool_identities
 
-    versions = {"mlirgpu": __version__, "mlir": toolchain.tool_version(toolchain.llvm_tool("mlir-opt"))}
-    try:
-        import importlib.metadata
-
-        versions["llvmlite"] = importlib.metadata.version("llvmlite")
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    cuda = toolchain.cuda_toolkit(toolkit or None)
-    if cuda and os.path.isfile(os.path.join(cuda, "bin", "ptxas")):
-        versions["ptxas"] = toolchain.tool_version(os.path.join(cuda, "bin", "ptxas"))
-    return versions
+    return tool_identities(CompileOptions(toolkit=toolkit))

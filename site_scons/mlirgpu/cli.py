@@ -78,7 +78,7 @@ def _options(args):
 
 
 def _list_outputs(args):
-    from .pipeline import check_options
+    from .planning import check_options
     from .scan import planned_outputs
 
     options = check_options(args.input, _options(args))
@@ -104,7 +104,9 @@ def _artifacts(args):
 
 def _compile(args):
     workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
-    from .pipeline import check_options, compile_to_object, translate_many
+    from .api import compile_to_object
+    from .batch import translate_many
+    from .planning import check_options
 
     options = check_options(args.input, _options(args))
     started = time.perf_counter()

@@ -3,9 +3,8 @@
 Two layouts:
 - plain (default, as upstream): each binary is an external read-only symbol `<prefix><name>_binary`, 8-aligned,
   in `--section` or `.rodata`, with `<prefix><name>_binary_size` (uint64) in `.rodata`.
-- vendor: where NVIDIA's and AMD's tools look: an NVVM fatbin in `.nv_fatbin` with its `.nvFatBinSegment`
-  wrapper {0x466243B1, 1, ptr, null}; a ROCDL offload bundle in `.hip_fatbin` (4096-aligned) with its
-  `.hipFatBinSegment` wrapper {0x48495046, 1, ptr, null}. Symbols and sizes are as in the plain layout.
+- vendor: where the vendor's tools look (the target's `vendor_section`: e.g. a fatbin in `.nv_fatbin` with a
+  `.nvFatBinSegment` wrapper {magic, 1, ptr, null}). Symbols and sizes are as in the plain layout.
 Every object also holds a registry entry per binary in section `mlirgpu_registry`, so a program can enumerate
 all embedded binaries (`__start_mlirgpu_registry` .. `__stop_mlirgpu_registry`) without knowing module names.
 """
@@ -14,12 +13,9 @@ import re
 from dataclasses import dataclass
 
 from .errors import CompileError
+from .mlirtext import hex_escaped
 
 REGISTRY_SECTION = "mlirgpu_registry"
-VENDOR = {
-    "nvvm": (".nv_fatbin", ".nvFatBinSegment", 0x466243B1, 8),
-    "rocdl": (".hip_fatbin", ".hipFatBinSegment", 0x48495046, 4096),
-}
 
 
 @dataclass(frozen=True)
@@ -28,19 +24,18 @@ class Embedded:
 
     name: str  # C name; symbols are `<name>_binary` and `<name>_binary_size`
     module: str  # gpu.module symbol
-    family: str  # nvvm | rocdl
+    target: object  # the targets.Target that made it
     chips: tuple
-    format: str  # isa | bin | fatbin | bundle
+    format: str  # isa | bin | fatbin, or the target's name for a fat container (e.g. bundle)
     data: bytes
 
     @property
     def symbol(self):
         return f"{self.name}_binary"
 
-
-def _ir_bytes(data):
-    """Bytes as the inside of an LLVM IR `c"..."` string: every byte as a `\\XX` escape (fast, and exact)."""
-    return "\\" + data.hex("\\") if data else ""
+    @property
+    def family(self):
+        return self.target.name
 
 
 class _Strings:
@@ -52,7 +47,7 @@ class _Strings:
         if text not in self.names:
             name = f"@.mlirgpu.str.{len(self.names)}"
             data = text.encode("utf-8") + b"\0"
-            self.lines.append(f'{name} = private unnamed_addr constant [{len(data)} x i8] c"{_ir_bytes(data)}", align 1')
+            self.lines.append(f'{name} = private unnamed_addr constant [{len(data)} x i8] c"{hex_escaped(data)}", align 1')
             self.names[text] = name
         return self.names[text]
 
@@ -74,7 +69,7 @@ def section_for(item, layout, section):
     if section:
         return section
     if layout == "vendor":
-        return VENDOR[item.family][0]
+        return item.target.vendor_section.section
     return ".rodata"
 
 
@@ -83,15 +78,16 @@ def host_ir(binaries, layout, section, source_name, triple="x86_64-unknown-linux
     lines = ['source_filename = "mlirgpu"', f'target triple = "{triple}"']
     for index, item in enumerate(binaries):
         chosen = section_for(item, layout, section)
-        align = VENDOR[item.family][3] if layout == "vendor" and not section else 8
+        vendor = item.target.vendor_section if layout == "vendor" else None
+        align = vendor.alignment if vendor and not section else 8
         placement = f', section "{chosen}"' if chosen != ".rodata" else ""
-        lines.append(f'@{item.symbol} = constant [{len(item.data)} x i8] c"{_ir_bytes(item.data)}"{placement}, align {align}')
+        lines.append(f'@{item.symbol} = constant [{len(item.data)} x i8] c"{hex_escaped(item.data)}"{placement}, '
+                     f"align {align}")
         lines.append(f"@{item.symbol}_size = constant i64 {len(item.data)}, align 8")
-        if layout == "vendor":
-            _sec, wrapper_section, magic, _align = VENDOR[item.family]
+        if vendor:
             lines.append(
-                f"@__mlirgpu_wrapper.{index} = internal constant {{ i32, i32, ptr, ptr }} {{ i32 {magic}, i32 1, "
-                f'ptr @{item.symbol}, ptr null }}, section "{wrapper_section}", align 8'
+                f"@__mlirgpu_wrapper.{index} = internal constant {{ i32, i32, ptr, ptr }} {{ i32 {vendor.magic}, "
+                f'i32 1, ptr @{item.symbol}, ptr null }}, section "{vendor.wrapper}", align 8'
             )
     lines += _registry(binaries, source_name, lambda item: section_for(item, layout, section))
     return "\n".join(lines) + "\n"
@@ -145,9 +141,9 @@ HEADER_PREAMBLE = """\
 struct mlirgpu_binary {
   const char *source;   /* the .mlir file it came from (base name) */
   const char *module;   /* gpu.module symbol */
-  const char *target;   /* "nvvm" or "rocdl" */
+  const char *target;   /* the target's name, as --target / GPU_TARGET spell it */
   const char *chips;    /* comma-separated */
-  const char *format;   /* "isa", "bin", "fatbin" or "bundle" (clang offload bundle) */
+  const char *format;   /* "isa", "bin", "fatbin", or the target's fat container (e.g. "bundle") */
   const char *section;  /* ELF section holding the bytes */
   const unsigned char *data;
   uint64_t size;

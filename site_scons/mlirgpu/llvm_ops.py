@@ -1,11 +1,12 @@
-"""LLVM work done in a worker process with llvmlite: the middle stages of the pipeline and the host object.
+"""LLVM work with llvmlite: the operations the stages are made of, and the host object.
 
-These functions run inside `workers.LLVMWorker` processes, never in the caller: llvmlite serialises all LLVM
-calls of a process behind one lock, and an LLVM fatal error ends the process that hit it. A job's live LLVM
-module stays here between stage calls (keyed by job id), so link, optimize and ISA emission see exactly the
-module upstream's `ModuleToObject` would, with no text round trip in between.
+These run in worker processes, never in a build tool's own process: llvmlite serialises all LLVM calls of a
+process behind one lock, and an LLVM fatal error ends the process that hit it. A job's module is an
+`LLVMModule` handed from stage to stage (parse, link, optimize, emit), so link, optimization and ISA emission see
+exactly the module upstream's `ModuleToObject` would, with no text round trip between stages; nothing here knows
+whether a stage's output is dumped (the pipeline prints a module only for a dump).
 
-Emulating upstream (see shared reference notes): `Linker::linkInModule(lib, LinkOnlyNeeded, internalize)` is
+Emulating upstream (see the shared reference notes): `Linker::linkInModule(lib, LinkOnlyNeeded, internalize)` is
 reproduced with llvmlite's plain `link_in` by giving library definitions the destination does not declare
 `linkonce_odr` linkage (so only referenced ones are pulled in, in order), then internalizing what was imported.
 """
@@ -19,8 +20,7 @@ from . import optnone
 
 _LOCAL = {"internal", "private"}
 _KEEP_LINKAGE = _LOCAL | {"appending", "linkonce_odr", "linkonce_any"}
-
-_jobs = {}
+HOST_TRIPLE = "x86_64-unknown-linux-gnu"
 
 
 def init_worker(stderr_path, expected_major):
@@ -42,50 +42,50 @@ def init_worker(stderr_path, expected_major):
         )
 
 
-class _Job:
+def set_backend_options(options):
+    """LLVM command-line options a target's code generator needs (e.g. SPIR-V extensions), as upstream sets them."""
+    for option in options:
+        llvm.set_option("mlirgpu", option)
+
+
+class LLVMModule:
+    """A job's LLVM module between stages, with its context and the target machine of its chip."""
+
     def __init__(self, module, context, machine):
         self.module = module
         self.context = context
         self.machine = machine
 
-
-def _target_machine(triple, chip, features, opt_level):
-    target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(
-        cpu=chip, features=features, opt=opt_level, reloc="default", codemodel="default"
-    )
+    def __str__(self):
+        return str(self.module)
 
 
-def start(job_id, llvm_ir, triple, chip, features, opt_level, text=True):
-    """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target.
-
-    This and the next two stages return the module's text only when asked (`text`): it is for the dump alone,
-    and printing a module with a device library linked in costs up to 2 ms."""
+def parse(llvm_ir, triple, chip, features, opt_level):
+    """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target machine."""
     context = llvm.create_context()
     module = llvm.parse_assembly(llvm_ir, context=context)
-    machine = _target_machine(triple, chip, features, opt_level)
+    machine = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=chip, features=features, opt=opt_level, reloc="default", codemodel="default")
     module.data_layout = str(machine.target_data)
     module.triple = machine.triple
-    _jobs[job_id] = _Job(module, context, machine)
-    return str(module) if text else None
+    return LLVMModule(module, context, machine)
 
 
-def undefined_functions(job_id):
+def declared_functions(job_module):
     """Names of functions the module declares with external linkage but does not define (what device libraries
     may provide; `extern_weak` declarations do not ask for a library, as upstream's check of external linkage)."""
-    return sorted(f.name for f in _jobs[job_id].module.functions
-                  if f.is_declaration and f.linkage.name == "external")
+    return sorted(f.name for f in job_module.module.functions if f.is_declaration and f.linkage.name == "external")
 
 
-def add_control_constants(job_id, constants, flags):
-    """Pre-link hook primitive: append constants `(name, bits, value, align)` and module flags.
+def add_control_constants(job_module, constants, flags):
+    """Pre-link primitive: append constants `(name, bits, value, align)` and module flags.
 
     The constants are `linkonce_odr protected local_unnamed_addr addrspace(4)`, as upstream's ROCDL pre-link
     creates them; names the module already has are skipped.
     """
-    job = _jobs[job_id]
-    existing = {g.name for g in job.module.global_variables}
-    lines = [f'target datalayout = "{job.module.data_layout}"', f'target triple = "{job.module.triple}"']
+    module = job_module.module
+    existing = {g.name for g in module.global_variables}
+    lines = [f'target datalayout = "{module.data_layout}"', f'target triple = "{module.triple}"']
     added = []
     for name, bits, value, align in constants:
         if name in existing:
@@ -97,10 +97,10 @@ def add_control_constants(job_id, constants, flags):
         lines.append(f"!llvm.module.flags = !{{{refs}}}")
         for i, (behaviour, key, value) in enumerate(flags):
             lines.append(f'!{i} = !{{i32 {behaviour}, !"{key}", i32 {value}}}')
-    extra = llvm.parse_assembly("\n".join(lines) + "\n", context=job.context)
-    job.module.link_in(extra)
+    extra = llvm.parse_assembly("\n".join(lines) + "\n", context=job_module.context)
+    module.link_in(extra)
     for name in added:
-        job.module.get_global_variable(name).linkage = "linkonce_odr"
+        module.get_global_variable(name).linkage = "linkonce_odr"
 
 
 def _definitions(module):
@@ -121,15 +121,15 @@ def _definition(module, name):
     return None
 
 
-def link(job_id, libraries, text=True):
+def link(job_module, libraries):
     """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize."""
-    job = _jobs[job_id]
-    module = job.module
+    module = job_module.module
     for path, strip_named, retarget in libraries:
         declared = {v.name for v in list(module.functions) + list(module.global_variables) if v.is_declaration}
         try:
-            library = device_libraries.load(path, job.context, strip_named, module.triple if retarget else None,
-                                     module.data_layout if retarget else None, declared)
+            library = device_libraries.load(path, job_module.context, strip_named,
+                                            module.triple if retarget else None,
+                                            module.data_layout if retarget else None, declared)
         except (RuntimeError, OSError) as exc:
             raise RuntimeError(f"cannot read bitcode library '{path}': {str(exc).strip()}") from exc
         imported = []
@@ -144,35 +144,33 @@ def link(job_id, libraries, text=True):
             if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
                 value.linkage = "internal"
                 value.visibility = "default"
-    return str(module) if text else None
+    return job_module
 
 
-def optimize(job_id, opt_level, text=True):
+def optimize(job_module, opt_level):
     """Stage `opt.ll`: LLVM's default per-module pipeline at O<opt_level>, as MLIR's OptUtils builds it."""
-    job = _jobs[job_id]
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     tuning.loop_unrolling = True
     tuning.loop_interleaving = True
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
-    builder = llvm.create_pass_builder(job.machine, tuning)
-    builder.getModulePassManager().run(job.module, builder)
-    return str(job.module) if text else None
+    builder = llvm.create_pass_builder(job_module.machine, tuning)
+    builder.getModulePassManager().run(job_module.module, builder)
+    return job_module
 
 
-def emit_isa(job_id):
-    """Stage `isa`: PTX or AMDGCN assembly from the optimized module; the job ends here."""
-    job = _jobs.pop(job_id)
-    return job.machine.emit_assembly(job.module)
+def emit_assembly(job_module):
+    """Stage `isa`: the target's assembly (PTX, AMDGCN, SPIR-V text) from the optimized module."""
+    return job_module.machine.emit_assembly(job_module.module)
 
 
-def drop(job_id):
-    """Forget a job (after a failure in the caller)."""
-    _jobs.pop(job_id, None)
+def emit_object(job_module):
+    """The target's object file from the optimized module (a SPIR-V binary, for instance)."""
+    return job_module.machine.emit_object(job_module.module)
 
 
-def object_from_ir(ir_text, triple="x86_64-unknown-linux-gnu"):
-    """An ELF relocatable object from host LLVM IR (built by mlirgpu.embed)."""
+def object_from_ir(ir_text, triple=HOST_TRIPLE):
+    """A position-independent ELF relocatable object from host LLVM IR (built by mlirgpu.embed)."""
     context = llvm.create_context()
     module = llvm.parse_assembly(ir_text, context=context)
     machine = llvm.Target.from_triple(triple).create_target_machine(reloc="pic", codemodel="default")

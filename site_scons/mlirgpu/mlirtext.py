@@ -89,6 +89,12 @@ def unescape_mlir_string(body):
     return bytes(out)
 
 
+def hex_escaped(data):
+    """Bytes as the inside of an MLIR string or an LLVM IR `c"..."` string: every byte as a `\\XX` escape (exact,
+    and fast: no byte can end or change the string)."""
+    return "\\" + data.hex("\\") if data else ""
+
+
 def symbol_name(token):
     """A symbol as written after `@` (bare or quoted) -> its name."""
     if token.startswith('"'):

@@ -25,7 +25,7 @@ from .errors import CompileError
 from .fsutil import read_source
 from .mlirtext import (SYMBOL, Structure, Unreadable, matching_close, read_symbol, skip_space, target_list,
                        value_end)
-from .pipeline import check_options, plan, planned_dumps
+from .planning import check_options, plan, planned_dumps
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
 
@@ -432,6 +432,11 @@ def uses_build_target(path):
         return scan_file(path).lowering
     except (Unreadable, UnicodeDecodeError, OSError):
         return True
+
+
+def pieces_key(modules):
+    """What identifies the pieces of a source cut directly (a batch translation of other pieces is no use)."""
+    return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
 def direct_source(path, options):

@@ -20,14 +20,12 @@ tool and of llvmlite for the toolkit the object uses. Compiler warnings are prin
 The compiler core does the work; this module only adapts it to SCons. The package's `generate` and `exists`
 call this module's: the package is the tool (see mlirgpu/__init__.py).
 """
-import concurrent.futures
 import dataclasses
 import difflib
 import json
 import os
 import shlex
 import sys
-import threading
 
 import SCons.Action
 import SCons.Builder
@@ -40,11 +38,13 @@ import SCons.Tool
 import SCons.Util
 import SCons.Variables
 
-from . import __version__, artifacts, errors, toolchain, workers
+from . import artifacts, errors, toolchain, workers
+from .api import compile_to_object
+from .batch import Batches
 from .errors import CompileError
 from .fsutil import remove_quietly
 from .options import OPTIONS, CompileOptions, to_argv
-from .pipeline import RECORD_DUMP, check_options, compile_to_object, translate_many
+from .planning import RECORD_DUMP, check_options, tool_identities
 from .scan import planned_outputs, predicted_libraries, use_cache_file, uses_build_target
 from .targets import TARGETS
 
@@ -329,33 +329,18 @@ def _library_scanner(node, env, path):
 LIBRARY_SCANNER = SCons.Scanner.Base(_library_scanner, name="mlirgpu-libraries", skeys=[".mlir"])
 
 
-def _identity(env):
-    """Identities (version and bytes) of every tool and llvmlite a compile with this environment's toolkit
-    and search path would use; no paths, so checkouts at different places share a CacheDir."""
-    toolkit = _text(env, "GPU_TOOLKIT")
+def _identity(env, options):
+    """The identities (version and bytes) of every tool and of llvmlite a compile with this toolkit and search
+    path uses (planning.tool_identities); no paths, so checkouts at different places share a CacheDir."""
     environment = search_environment(env)
-    key = (toolkit, environment)
+    key = (options.toolkit, environment)
     if key not in _IDENTITIES:
-        parts = [f"mlirgpu {__version__}", toolchain.llvmlite_identity()]
-        for name in ("mlir-opt", "mlir-translate", "llvm-mc"):
-            parts.append(_tool_identity(lambda name=name: toolchain.llvm_tool(name, environment)))
-        rocm = toolchain.rocm_toolkit(toolkit or None, environment)
-        parts.append(_tool_identity(lambda: toolchain.lld(rocm, environment)))
-        cuda = toolchain.cuda_toolkit(toolkit or None, environment)
-        for name in ("ptxas", "fatbinary"):
-            parts.append(_tool_identity(lambda name=name: toolchain.cuda_tool(name, cuda)))
-        _IDENTITIES[key] = "; ".join(parts)
+        identities = tool_identities(options, environment)
+        _IDENTITIES[key] = "; ".join(f"{name} {identity}" for name, identity in sorted(identities.items()))
     return _IDENTITIES[key]
 
 
 _IDENTITIES = {}
-
-
-def _tool_identity(find):
-    try:
-        return toolchain.identity(find())
-    except CompileError:
-        return "missing"
 
 
 def _signature(target, source, env):
@@ -372,7 +357,7 @@ def _signature(target, source, env):
                and (lowering or option.name not in ("target", "chip", "features", "opt_level", "lowering"))]
     parts = [f"{name}={getattr(options, name)!r}" for name in shaping]
     parts.append(f"header={'yes' if options.header else 'no'}")
-    return "\n".join(parts + [_identity(env)])
+    return "\n".join(parts + [_identity(env, options)])
 
 
 class _CompileAction(SCons.Action.FunctionAction):
@@ -439,26 +424,14 @@ _ARTIFACTS = _ArtifactSet()
 
 
 class _Translations:
-    """Few mlir-translate runs for the sources this build is about to compile, instead of one per source.
-
-    Sources are declared as their objects are. One that looks out of date (its object or a declared file is
-    missing, or older than the source) joins a batch; full batches start translating in the background at
-    once, while SCons still reads the build, and the first compile sends off the rest (split over the build
-    jobs); each compile waits only for the run holding its source. A source whose pieces changed since, or
-    that was in no batch, translates on its own, so this only ever saves time. The first out-of-date sources
-    also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
-
-    BATCHES = (8, 32)  # sources per background run: mlir-translate's start-up is shared by many
-    SPLIT = 4  # the rest is split over the build jobs in parts of at least this many sources
+    """The sources this build is about to compile, translated in few background mlir-translate runs (see
+    mlirgpu.batch) started while SCons still reads the build. A source looks out of date when one of its
+    declared files is missing or older than it (a guess: SCons itself decides); the first ones also start the
+    LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
 
     def __init__(self):
         self.stale = 0
-        self.sent = 0
-        self.pending = []
-        self.runs = {}
-        self.pool = None
-        self.flushed = False
-        self.lock = threading.Lock()
+        self.batches = None
 
     def declare(self, source, targets):
         path = _source_path(source, absolute=True)
@@ -468,35 +441,13 @@ class _Translations:
         if self.stale <= _jobs():
             workers.forking(_jobs() > 1)
             workers.prestart(self.stale)
-        with self.lock:
-            self.pending.append(path)
-            if len(self.pending) >= self.BATCHES[min(self.sent, len(self.BATCHES) - 1)]:
-                self._send(self.pending)
-                self.pending = []
-
-    def _send(self, paths):
-        if self.pool is None:
-            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="mlirgpu")
-        run = self.pool.submit(translate_many, paths)
-        self.sent += 1
-        self.runs.update((path, run) for path in paths)
+        if self.batches is None:
+            self.batches = Batches(_jobs())
+        self.batches.add(path)
 
     def get(self, source):
         """The batch translation of `source` (a node), or None."""
-        with self.lock:
-            if not self.flushed:
-                jobs = max(1, min(_jobs(), len(self.pending) // self.SPLIT))
-                for part in (self.pending[i::jobs] for i in range(jobs)):
-                    if part:
-                        self._send(part)
-                self.pending = []
-                self.flushed = True
-        path = _source_path(source, absolute=True)
-        run = self.runs.get(path)
-        try:
-            return run.result().get(path) if run else None
-        except Exception:  # noqa: BLE001 - only a head start: the compile translates, and reports, on its own
-            return None
+        return self.batches.pretranslated(_source_path(source, absolute=True)) if self.batches else None
 
 
 def _jobs():

@@ -7,13 +7,13 @@ then a standalone module for `mlir-translate --no-implicit-module`. Local-scope 
 `{-# dialect_resources #-}` trailer, so it is taken from a plain print and appended to pieces that use it.
 """
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from . import process, toolchain
 from .errors import CompileError
 from .fsutil import read_source
 from .options import hint
 from .mlirtext import Unreadable, skip_space, symbol_name, target_list
+from .mlirtools import run_mlir_tool
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
 
@@ -45,34 +45,8 @@ class Source:
         return bool(self.container)
 
 
-def run_mlir_tool(tool, args, source, what, text=None, fix=None):
-    """Run mlir-opt or mlir-translate (single-threaded: inputs are small, and MLIR's thread pool costs more to
-    start than it saves) on a file or on `text`; its output, or a CompileError located in `source`."""
-    argv = [toolchain.llvm_tool(tool), "--mlir-disable-threading", *args]
-    try:
-        result = process.run(argv, what, input=None if text is None else text.encode("utf-8"))
-    except CompileError as exc:
-        raise exc.located(source)
-    if result.returncode != 0:
-        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what, fix=fix, tool=tool,
-                              code=result.returncode)
-    return result.stdout.decode("utf-8")
-
-
 def _run_mlir_opt(args, source, what):
     return run_mlir_tool("mlir-opt", args, source, what)
-
-
-def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
-    """The first `file:line:col: error: ...` of an MLIR tool's output as a CompileError on `source`; output
-    without a diagnostic (a broken tool) is reported with the tool's name and exit code."""
-    for line in stderr.splitlines():
-        match = re.match(r"^(.*?):(\d+):(\d+): error: (.*)$", line)
-        if match:
-            return CompileError(match.group(4), file=source, line=int(match.group(2)), fix=fix, detail=stderr)
-    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "no message")
-    status = f" (exit code {code})" if code is not None else ""
-    return CompileError(f"{what}: {tool} failed{status}: {first}", file=source, fix=fix, detail=stderr)
 
 
 def _read_source(path):
@@ -245,13 +219,16 @@ def load(path, options):
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
         lowered = lower(path, target, chips, options.features, opt_level, options.lowering)
         original = {m.name: m for m in modules if m.targets}
-        modules = [original.get(m.name, m) for m in split(lowered, path)]
+        # Modules that had no target are the build target's jobs, whatever attribute it attaches.
+        modules = [original.get(m.name) or replace(m, targets=tuple(replace(attr, target=target) for attr in m.targets))
+                   for m in split(lowered, path)]
         # Modules that had targets keep them as written (attach-target would have appended one).
         text = replace_modules(lowered, {m.name: m.text for m in modules})
     container = ""
     if options.host_code == "compile" and has_host_code(text):
         container = _lower_host(text, path)
-        modules = split(container, path)
+        targets = {m.name: m.targets for m in modules}
+        modules = [replace(m, targets=targets.get(m.name, m.targets)) for m in split(container, path)]
     uses = [m for m in modules if "dense_resource<" in m.text]
     trailer = _resources(path, uses)
     if trailer:

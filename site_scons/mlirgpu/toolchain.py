@@ -208,7 +208,8 @@ def llvmlite_identity():
     return f"llvmlite {release} [{file_digest(library)[:16] if library else 'missing'}]"
 
 
-def _nvcc_wheel_roots():
+def nvcc_wheel_roots():
+    """CUDA roots the PyPI wheels (nvidia-cuda-nvcc) installed on the import path."""
     roots = []
     for entry in sys.path:
         roots += glob.glob(os.path.join(entry, "nvidia", "cuda_nvcc"))
@@ -232,7 +233,7 @@ def _cuda_toolkit(environment):
     if on_path:
         candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(on_path))))
     candidates.append("/usr/local/cuda")
-    candidates += _nvcc_wheel_roots()
+    candidates += nvcc_wheel_roots()
     for root in candidates:
         if root and os.path.isfile(os.path.join(root, "bin", "ptxas")) and libdevice(root):
             return os.path.abspath(root)

@@ -317,8 +317,14 @@ def lease():
                 _idle.append(worker)
 
 
+def current_zygote():
+    """The zygote workers are forked from now, or None."""
+    return _zygote
+
+
 @atexit.register
-def _shutdown():
+def shutdown():
+    """End every idle worker and the zygote (at exit; they are told together, so they wind down together)."""
     global _zygote
     with _lock:
         for worker in _idle:  # all are told first, so they wind down together
@@ -331,34 +337,10 @@ def _shutdown():
             _zygote = None
 
 
-class InProcessLLVM:
-    """The LLVM primitives (`mlirgpu.llvm_ops`) as seen by a compile running inside a worker: each call first
-    tells the parent which step starts, so a crash in it can be reported by module and stage."""
-
-    def __init__(self, report):
-        self._report = report
-
-    def call(self, function, *args, what="LLVM", where=(None, None)):
-        from . import llvm_ops
-
-        self._report((what, where))
-        try:
-            return getattr(llvm_ops, function)(*args)
-        except CompileError:
-            raise
-        except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
-            raise CompileError(f"{what}: {exc}") from exc
-        except Exception as exc:  # noqa: BLE001 - a bug of ours in this stage
-            raise InternalError.from_exception(what, exc).located(*where) from exc
-
-
 def _entry_points():
     from . import pipeline
 
-    return {"compile_file": pipeline.compile_here, "compile_to_object": pipeline.compile_to_object_here}
-
-
-current = None  # the InProcessLLVM of this worker process; None in a parent
+    return {"compile_file": pipeline.compile_source, "compile_to_object": pipeline.compile_to_object}
 
 
 def _boot(log_path, expected_major):
@@ -371,9 +353,11 @@ def _boot(log_path, expected_major):
 
 
 def _serve(protocol_in, protocol_out, entry_points):
-    """Worker main loop (runs in the child process)."""
-    global current
-    current = InProcessLLVM(lambda what: _send(protocol_out, ("progress", what)))
+    """Worker main loop (runs in the child process). A compile reports each step it starts to the caller
+    (`progress`), which names the step if LLVM ends this process."""
+    def report(what, where):
+        _send(protocol_out, ("progress", (what, where)))
+
     while True:
         request = _receive(protocol_in)
         if request is None:
@@ -388,7 +372,7 @@ def _serve(protocol_in, protocol_out, entry_points):
             toolchain.forget()
         try:
             os.chdir(cwd)
-            reply = ("ok", entry_points[function](*args))
+            reply = ("ok", entry_points[function](*args, report=report))
         except CompileError as exc:
             reply = ("compile-error", exc)
         except Exception as exc:  # noqa: BLE001 - a bug of ours: reported as one line, traceback kept

@@ -1,18 +1,47 @@
-"""GPU targets: the few places where NVVM and ROCDL compilation differ.
+"""The registry of GPU targets: every target difference lives in one module of this package (base.py lists the
+hooks). The CLI's choices, the SCons variable's values, the dump names, embedding and the reports all come from
+here; nothing outside this package names a target.
 
-Everything else (translation, linking, optimization, ISA emission, dumps, embedding) is the shared pipeline in
-`mlirgpu.pipeline`. A target supplies: its attribute's defaults (triple, chip, O level), chip validation, the
-pre-link step and library list, the ISA-to-binary serializer and the binary file suffixes per format.
+Adding a target: a module with a `Target` subclass and one line in BUILT_IN below. A project can add its own
+without touching the package: name modules in `$MLIRGPU_TARGETS` (comma-separated, importable); each is imported
+with the registry (in every process of a build, workers included) and calls `register(...)`.
 """
+import importlib
+import os
+
+from .base import Target, TargetAttr
 from .nvvm import NVVM
 from .rocdl import ROCDL
 
-TARGETS = {target.name: target for target in (NVVM(), ROCDL())}
+BUILT_IN = (NVVM(), ROCDL())
+TARGETS = {}
+PLUGIN_PROBLEMS = []  # modules of $MLIRGPU_TARGETS that could not be loaded (checked before any compile)
+
+
+def register(target):
+    """Make `target` (a Target) available under its name; a name taken by another target is an error."""
+    if not isinstance(target, Target) or not target.name:
+        raise TypeError("register() takes a Target with a name")
+    if target.name in TARGETS and TARGETS[target.name] is not target:
+        raise ValueError(f"a target named {target.name!r} is already registered")
+    TARGETS[target.name] = target
 
 
 def target_for_attribute(attr_name):
-    """`nvvm.target` -> the NVVM target, `rocdl.target` -> ROCDL, else None."""
+    """The target of an MLIR target attribute (`nvvm.target` -> NVVM; the first registered wins), or None."""
     for target in TARGETS.values():
         if target.attribute == attr_name:
             return target
     return None
+
+
+for _target in BUILT_IN:
+    register(_target)
+for _module in filter(None, (name.strip() for name in os.environ.get("MLIRGPU_TARGETS", "").split(","))):
+    try:
+        importlib.import_module(_module)
+    except Exception as exc:  # noqa: BLE001 - reported as one line by every front end (planning.check_options)
+        PLUGIN_PROBLEMS.append(f"MLIRGPU_TARGETS names '{_module}', which cannot be loaded: "
+                               f"{type(exc).__name__}: {exc}")
+
+__all__ = ["TARGETS", "Target", "TargetAttr", "register", "target_for_attribute"]

@@ -1,4 +1,16 @@
-"""The target interface every GPU target implements (one pipeline, per-target hooks)."""
+"""The target interface: every difference between GPU targets is a hook here, implemented once per target.
+
+In the spirit of upstream's `ModuleToObject` (handleModulePreLink, loadBitcodeFiles, moduleToObject) and of
+Triton's per-backend stages, a target says:
+- its attribute: name, parameters and their types, defaults (triple, chip, O level), allowed chips;
+- how target-neutral code is lowered (the conversion pass, the attach pass), and the default build chip;
+- the pre-link step and the libraries to link (two hooks), and which libraries a module may need, predicted
+  from its text for build tools;
+- its kernels' calling convention, the binary formats and their file suffixes, the serializer, the properties
+  upstream records on `#gpu.object`, the fat container for several chips, its vendor sections;
+- how kernel resources are read from a binary or a tool log, and the tools whose identity enters a signature.
+The stages (mlirgpu.stages), planning, embedding, the SCons tool and the reports only call these.
+"""
 import functools
 import os
 import re
@@ -22,7 +34,7 @@ class Library:
 
 @dataclass(frozen=True)
 class TargetAttr:
-    """One target attribute of a gpu.module (`#nvvm.target<...>`), with its target's defaults applied."""
+    """One target attribute of a gpu.module (`#<dialect>.target<...>`), with its target's defaults applied."""
 
     target: object  # the Target implementation
     text: str
@@ -57,17 +69,35 @@ class TargetAttr:
         return self.params.get("abi", "600")
 
 
+@dataclass(frozen=True)
+class VendorSection:
+    """Where a vendor's tools look for fat binaries in a host object: the section, its alignment, and the
+    wrapper `{magic, version 1, pointer to the binary, null}` placed in `wrapper`."""
+
+    section: str
+    wrapper: str
+    magic: int
+    alignment: int
+    readers: str  # the vendor's tools that look there
+
+
 # The parameters every target attribute takes and their types; targets add their own.
 COMMON_PARAMETERS = {"O": int, "triple": str, "chip": str, "flags": dict, "link": list}
 
 
 class Target:
-    name = None  # 'nvvm' | 'rocdl': the --target / GPU_TARGET value
+    name = None  # the --target / GPU_TARGET value
     attribute = None  # the MLIR attribute name, e.g. 'nvvm.target'
+    attach_pass = None  # the mlir-opt pass attaching this target, e.g. 'nvvm-attach-target'
     default_triple = None
     default_chip = None
     default_opt_level = 2
     parameters = COMMON_PARAMETERS
+    kernel_convention = None  # the LLVM calling convention of kernels, e.g. 'ptx_kernel'
+    vendor_section = None  # a VendorSection, where the vendor's tools read fat binaries (None: no vendor layout)
+    embeds_fat_as = None  # what a fat container is called in the registry and header (e.g. 'fatbin', 'bundle')
+
+    # The attribute.
 
     def parameter_problem(self, params):
         """Why the attribute's parameters cannot be compiled as written (unknown name, wrong type, O out of
@@ -84,65 +114,107 @@ class Target:
             return f"parameter 'link' of #{self.attribute} must hold strings"
         return None
 
+    def chips(self):
+        """The chips this target takes (LLVM's processors for its triple, from `llvm-mc -mcpu=help`)."""
+        return _processors(self.default_triple)
+
     def check_chip(self, chip):
-        """Raise a CompileError naming the supported chips when LLVM does not know `chip`."""
-        known = _processors(self.default_triple)
+        """Raise a CompileError naming the supported chips when the chip is not one of them."""
+        known = self.chips()
         if known and chip not in known:
             close = [c for c in known if c.startswith(chip[:4])][:12]
-            raise CompileError(
-                f"unknown {self.name} chip '{chip}'",
-                fix=f"use one of LLVM's {self.name} processors, e.g. {', '.join(close or known[:12])}",
-            )
+            raise CompileError(f"unknown {self.name} chip '{chip}'",
+                               fix=f"use one of LLVM's {self.name} processors, e.g. {', '.join(close or known[:12])}")
+
+    # Target-neutral code.
 
     def conversion_pass(self, chips):
         """The pass converting a target-neutral gpu.module to this target's LLVM dialect."""
         raise NotImplementedError
 
+    def _attach(self, chips, features, opt_level):
+        return ", ".join(f"{self.attach_pass}{{chip={chip} O={opt_level}" + (f" features={features}" if features
+                                                                               else "") + "}" for chip in chips)
+
     def lowering_pipeline(self, chips, features, opt_level, before_all=""):
         """The built-in mlir-opt pipeline for target-neutral code (as upstream's integration tests lower it):
         outline kernels, attach this target once per chip, lower affine and scf, convert the gpu.modules.
         `before_all` holds extra passes to run first (the error hints suggest some)."""
-        attach = ", ".join(f"{self.name}-attach-target{{chip={chip} O={opt_level}"
-                           + (f" features={features}" if features else "") + "}" for chip in chips)
-        return (f"builtin.module({before_all}gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
-                f"gpu.module({self.conversion_pass(chips)}, canonicalize, cse, "
+        return (f"builtin.module({before_all}gpu-kernel-outlining, {self._attach(chips, features, opt_level)}, "
+                f"lower-affine, convert-scf-to-cf, gpu.module({self.conversion_pass(chips)}, canonicalize, cse, "
                 "reconcile-unrealized-casts))")
 
     def attach_pipeline(self, chips, features, opt_level):
         """Attach this target (once per chip) to gpu.modules that carry none, after a user's own lowering."""
-        attach = ", ".join(f"{self.name}-attach-target{{chip={chip} O={opt_level}"
-                           + (f" features={features}" if features else "") + "}" for chip in chips)
-        return f"builtin.module({attach})"
+        return f"builtin.module({self._attach(chips, features, opt_level)})"
 
     def default_build_chip(self, options, environment=None):
         """The chip target-neutral modules get when the build names none (documented per target)."""
         return self.default_chip
 
+    # Libraries.
+
+    def toolkit(self, options, environment=None):
+        """This target's toolkit root (the `toolkit` option, else found), or None."""
+        return None
+
+    def pre_link(self, job, module):
+        """Upstream's handleModulePreLink: change the module before libraries are linked (nothing by default)."""
+
+    def libraries(self, job, module, options):
+        """Upstream's loadBitcodeFiles: the ordered `Library` list to link (-l files first, then the attribute's
+        `link` list, then the target's own), as upstream orders them."""
+        return [Library(path) for path in list(options.link_libs) + list(job.attr.link)]
+
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
-        """Paths of the bitcode files a job of this target may link for a module, found without compiling, from the `symbols` its text names and the `ops` it uses (`lowered`: the module is
-        target-neutral code the build lowers): build tools make them dependencies. It may name more than the
-        compile links, never fewer; files that do not exist are left out (the compile reports them)."""
+        """Paths of the bitcode files a job of this target may link for a module, found without compiling, from
+        the `symbols` its text names and the `ops` it uses (`lowered`: the module is target-neutral code the
+        build lowers): build tools make them dependencies. It may name more than the compile links, never
+        fewer; files that do not exist are left out (the compile reports them)."""
         return [path for path in attr.link if os.path.isfile(path)]
 
-    def libraries(self, job, worker, options):
-        """Pre-link hook plus the ordered list of `Library` objects to link (user -l first, as upstream)."""
-        raise NotImplementedError
+    # Binaries.
+
+    def has_kernels(self, llvm_ir):
+        """Whether translated LLVM IR defines a kernel (a module without one is warned about)."""
+        return re.search(rf"^define (?:[\w\s]+ )?{self.kernel_convention} ", llvm_ir, re.M) is not None
 
     def binary_suffixes(self, fmt):
         """File suffixes the serializer writes for format `fmt` ('bin' or 'fatbin'); the last is embedded."""
         raise NotImplementedError
 
-    def serialize(self, job, isa, fmt, options, scratch):
-        """Turn ISA text into binaries: returns {suffix: bytes} for `binary_suffixes(fmt)`."""
+    def embedded_format(self, fmt):
+        """The format recorded for a binary this target embeds for `fmt` (upstream may fall back)."""
+        return fmt
+
+    def serialize(self, job, assembly, options, scratch):
+        """The binary stage: {suffix: bytes} for `binary_suffixes(options.format)`, from the `isa` stage's
+        Assembly (its text, and the module it came from)."""
         raise NotImplementedError
 
     def object_properties(self, job, fmt):
         """Properties upstream's serializer records in the `#gpu.object` (they shape the host launch glue)."""
         return {}
 
-    def combine(self, jobs, outputs, options, scratch):
-        """One fat container holding the binaries of several chips of one module (see pipeline.combined_suffix)."""
+    def fat_container(self, count, options):
+        """Dump suffix of one container for `count` chips of a module (several chips, or a layout that needs
+        one), or None for one binary per chip."""
+        return None
+
+    def combine(self, jobs, binaries, assemblies, options, scratch):
+        """The fat container's bytes from each job's binaries ({suffix: bytes}) and Assembly."""
         raise NotImplementedError
+
+    # Reports and signatures.
+
+    def kernel_resources(self, job, isa_path, options, toolkit):
+        """Per kernel, the resources a report shows: dicts with `name`, `registers`, `spills`, `shared_bytes`,
+        `local_bytes` (None where not defined), plus the target's own fields. `job` is a record's job entry."""
+        return []
+
+    def tools(self, options, environment=None):
+        """Paths of the external tools this target's compiles run (their identities enter signatures)."""
+        return []
 
 
 @functools.lru_cache(maxsize=None)

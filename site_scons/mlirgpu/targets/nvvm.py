@@ -1,20 +1,25 @@
-"""NVVM: PTX from LLVM's NVPTX back end, cubin from ptxas, fatbin from fatbinary (CUDA toolkit)."""
+"""NVVM: PTX from LLVM's NVPTX back end, cubin from ptxas, fatbin from fatbinary (CUDA toolkit); kernel
+resources from `ptxas -v`."""
 import os
 import re
 
-from .. import toolchain
+from .. import process, toolchain
 from ..cmdline import tokenize_cmd_options
-from ..options import hint
 from ..errors import ToolMissing
-from .base import COMMON_PARAMETERS, Library, Target, run_tool
+from ..options import hint
+from .base import COMMON_PARAMETERS, Library, Target, VendorSection, run_tool
 
 
 class NVVM(Target):
     name = "nvvm"
     attribute = "nvvm.target"
+    attach_pass = "nvvm-attach-target"
     default_triple = "nvptx64-nvidia-cuda"
     default_chip = "sm_50"
     parameters = {**COMMON_PARAMETERS, "features": str, "verifyTarget": bool}
+    kernel_convention = "ptx_kernel"
+    vendor_section = VendorSection(".nv_fatbin", ".nvFatBinSegment", 0x466243B1, 8, "cuobjdump")
+    embeds_fat_as = "fatbin"
 
     def parameter_problem(self, params):
         problem = super().parameter_problem(params)
@@ -42,25 +47,24 @@ class NVVM(Target):
         own = super().predicted_libraries(attr, symbols, ops, lowered, options, environment)
         return own + ([libdevice] if libdevice else [])
 
-    def libraries(self, job, worker, options):
-        # Upstream order: -l files, the target's link=[...], then libdevice whenever a toolkit is known.
-        paths = list(options.link_libs) + list(job.attr.link)
+    def libraries(self, job, module, options):
+        """Upstream's order: -l files, the attribute's link=[...], then libdevice whenever a toolkit is known."""
+        from ..llvm_ops import declared_functions
+
         libdevice = toolchain.libdevice(self.toolkit(options))
         if libdevice:
-            paths.append(libdevice)
-        else:
-            needs = [name for name in worker.undefined_functions(job) if name.startswith("__nv_")]
-            if needs:
-                raise ToolMissing(
-                    f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was found",
-                    fix=toolchain.INSTALL["cuda"],
-                )
-        return [Library(path) for path in paths]
+            return super().libraries(job, module, options) + [Library(libdevice)]
+        needs = [name for name in declared_functions(module) if name.startswith("__nv_")]
+        if needs:
+            raise ToolMissing(f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was "
+                              "found", fix=toolchain.INSTALL["cuda"])
+        return super().libraries(job, module, options)
 
     def binary_suffixes(self, fmt):
         return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
 
-    def serialize(self, job, isa, fmt, options, scratch):
+    def serialize(self, job, assembly, options, scratch):
+        fmt, isa = options.format, assembly.text
         toolkit = self.toolkit(options)
         ptxas = toolchain.cuda_tool("ptxas", toolkit)
         ptx_path = os.path.join(scratch, "kernel.ptx")
@@ -91,24 +95,76 @@ class NVVM(Target):
         # NVVM records the O level for ISA objects: the glue passes it to mgpuModuleLoadJIT.
         return {"O": f"{job.opt_level} : i32"} if fmt == "isa" else {}
 
-    def combine(self, jobs, outputs, options, scratch):
+    def fat_container(self, count, options):
+        """Several chips with format fatbin: one fatbin (as nvcc makes)."""
+        return "fatbin" if options.format == "fatbin" and count > 1 else None
+
+    def combine(self, jobs, binaries, assemblies, options, scratch):
         """One fatbin: every chip's cubin, plus the PTX of the newest chip (as nvcc does), via fatbinary."""
         bits = "-32" if "-32" in tokenize_cmd_options(options.opts) else "-64"
         argv = [toolchain.cuda_tool("fatbinary", self.toolkit(options)), bits]
-        for index, (job, output) in enumerate(zip(jobs, outputs)):
+        for index, (job, binary) in enumerate(zip(jobs, binaries)):
             path = os.path.join(scratch, f"combine{index}.cubin")
             with open(path, "wb") as handle:
-                handle.write(output.binaries["cubin"])
+                handle.write(binary["cubin"])
             argv.append(f"--image3=kind=elf,sm={_sm(job.chip)},file={path}")
         newest = max(range(len(jobs)), key=lambda i: int(re.sub(r"\D", "", _sm(jobs[i].chip)) or 0))
         ptx = os.path.join(scratch, "combine.ptx")
         with open(ptx, "w", encoding="utf-8") as handle:
-            handle.write(outputs[newest].isa)
+            handle.write(assemblies[newest].text)
         fatbin = os.path.join(scratch, "combined.fatbin")
         argv += [f"--image3=kind=ptx,sm={_sm(jobs[newest].chip)},file={ptx}", "--create", fatbin]
         run_tool(argv, "fatbinary (several chips)", jobs[newest])
         with open(fatbin, "rb") as handle:
             return handle.read()
+
+
+    def kernel_resources(self, job, isa_path, options, toolkit):
+        """`ptxas -v` on the PTX dump with the compile's options: per entry function its registers, barriers,
+        shared and constant memory, stack frame and spill bytes."""
+        ptxas = toolchain.cuda_tool("ptxas", toolchain.cuda_toolkit(toolkit or None))
+        extra = [arg for arg in tokenize_cmd_options(options.get("opts", "") or "") if arg != "-32"]
+        argv = [ptxas, "-v", "-arch", job["chip"], "--opt-level", str(job["opt_level"]), *extra, isa_path,
+                "-o", os.devnull]
+        result = process.run(argv, f"resource usage of {isa_path}")
+        return parse_ptxas_verbose(result.stderr.decode("utf-8", "replace") + result.stdout.decode("utf-8", "replace"))
+
+    def tools(self, options, environment=None):
+        root = self.toolkit(options, environment)
+        return [os.path.join(root, "bin", name) for name in ("ptxas", "fatbinary")] if root else []
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+
+
+def parse_ptxas_verbose(text):
+    """Kernels of a `ptxas -v` log, in its order."""
+    kernels = []
+    current = None
+    for line in text.splitlines():
+        entry = _ENTRY.search(line)
+        if entry:
+            current = {"name": entry.group(1), "registers": 0, "barriers": 0, "shared_bytes": 0,
+                       "constant_bytes": 0, "local_bytes": 0, "spill_stores": 0, "spill_loads": 0}
+            kernels.append(current)
+            continue
+        if current is None:
+            continue
+        frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if frame:
+            current["local_bytes"], current["spill_stores"], current["spill_loads"] = map(int, frame.groups())
+        used = re.search(r"Used (\d+) registers", line)
+        if used:
+            current["registers"] = int(used.group(1))
+            barriers = re.search(r"used (\d+) barriers", line)
+            current["barriers"] = int(barriers.group(1)) if barriers else 0
+            smem = re.search(r"(\d+) bytes smem", line)
+            current["shared_bytes"] = int(smem.group(1)) if smem else 0
+            current["constant_bytes"] = sum(int(n) for n in re.findall(r"(\d+) bytes cmem\[\d+\]", line))
+            current = None  # the "Used" line closes an entry
+    for kernel in kernels:
+        kernel["spills"] = kernel["spill_stores"] + kernel["spill_loads"]
+    return kernels
 
 
 def ptxas_cmd_options(attr):

@@ -1,4 +1,5 @@
-"""ROCDL: AMDGCN assembly from LLVM's AMDGPU back end, assembled by llvm-mc and linked to HSACO by ld.lld.
+"""ROCDL: AMDGCN assembly from LLVM's AMDGPU back end, assembled by llvm-mc and linked to HSACO by ld.lld; several
+chips in one clang offload bundle; kernel resources from the `.amdhsa_*` directives and code object metadata.
 
 The pre-link step follows upstream MLIR 22.1.8: device libraries (ocml, ockl, hip, opencl) are linked only when
 the module calls into them, and the `__oclc_*` control constants and the code object version flag are added.
@@ -7,9 +8,9 @@ import os
 import re
 
 from .. import toolchain
-from ..bundle import make_bundle
 from ..errors import CompileError
-from .base import COMMON_PARAMETERS, Library, Target, run_tool
+from .bundle import make_bundle
+from .base import COMMON_PARAMETERS, Library, Target, VendorSection, run_tool
 
 _STRIP = ("opencl.ocl.version", "llvm.ident")
 
@@ -54,9 +55,13 @@ def abi_version(text, default=600):
 class ROCDL(Target):
     name = "rocdl"
     attribute = "rocdl.target"
+    attach_pass = "rocdl-attach-target"
     default_triple = "amdgcn-amd-amdhsa"
     default_chip = "gfx900"
     parameters = {**COMMON_PARAMETERS, "features": str, "abi": str}
+    kernel_convention = "amdgpu_kernel"
+    vendor_section = VendorSection(".hip_fatbin", ".hipFatBinSegment", 0x48495046, 4096, "roc-obj-ls")
+    embeds_fat_as = "bundle"
 
     def toolkit(self, options, environment=None):
         return toolchain.rocm_toolkit(options.toolkit, environment)
@@ -90,10 +95,14 @@ class ROCDL(Target):
                 needs.add("hip")
         return [lib for lib in ("ocml", "ockl", "hip", "opencl") if lib in needs]
 
-    def libraries(self, job, worker, options):
+    def pre_link(self, job, module):
+        """Upstream's control constants (`__oclc_*`, for the libraries the module needs) and the code object
+        version module flag."""
+        from ..llvm_ops import add_control_constants, declared_functions
+
         flags = job.attr.flags
         fast = "fast" in flags
-        needed = self.needed_libraries(worker.undefined_functions(job))
+        needed = self.needed_libraries(declared_functions(module))
         constants = []
         if "ocml" in needed:
             constants += [
@@ -109,8 +118,15 @@ class ROCDL(Target):
                 ("__oclc_ISA_version", 32, isa_version(job.chip), 4),
                 ("__oclc_ABI_version", 32, abi_version(job.attr.abi), 4),
             ]
-        worker.add_control_constants(job, constants, [(1, "amdhsa_code_object_version", abi_version(job.attr.abi))])
+        add_control_constants(module, constants, [(1, "amdhsa_code_object_version", abi_version(job.attr.abi))])
+
+    def libraries(self, job, module, options):
+        """-l files and the attribute's link=[...] (cleaned and retargeted), then the device libraries the
+        module's external declarations ask for, in upstream's order (ocml, ockl, hip, opencl)."""
+        from ..llvm_ops import declared_functions
+
         user = [Library(path, _STRIP, True) for path in list(options.link_libs) + list(job.attr.link)]
+        needed = self.needed_libraries(declared_functions(module))
         if not needed:
             return user
         toolkit = self.toolkit(options)
@@ -119,7 +135,11 @@ class ROCDL(Target):
     def binary_suffixes(self, fmt):
         return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
 
-    def serialize(self, job, isa, fmt, options, scratch):
+    def embedded_format(self, fmt):
+        return "bin" if fmt == "fatbin" else fmt
+
+    def serialize(self, job, assembly, options, scratch):
+        isa = assembly.text
         asm_path = os.path.join(scratch, "kernel.s")
         obj_path = os.path.join(scratch, "kernel.o")
         hsaco_path = os.path.join(scratch, "kernel.hsaco")
@@ -135,6 +155,80 @@ class ROCDL(Target):
         with open(hsaco_path, "rb") as handle:
             return {"hsaco": handle.read()}
 
-    def combine(self, jobs, outputs, options, scratch):
+    def fat_container(self, count, options):
+        """With format fatbin, several chips or the vendor layout: one clang offload bundle (`.hipfb`)."""
+        return "hipfb" if options.format == "fatbin" and (count > 1 or options.layout == "vendor") else None
+
+    def combine(self, jobs, binaries, assemblies, options, scratch):
         """One clang offload bundle with every chip's HSACO (HIP's `hipv4-amdgcn-amd-amdhsa--<chip>` entries)."""
-        return make_bundle([(job.chip, output.binaries["hsaco"]) for job, output in zip(jobs, outputs)])
+        return make_bundle([(job.chip, binary["hsaco"]) for job, binary in zip(jobs, binaries)])
+
+    def kernel_resources(self, job, isa_path, options, toolkit):
+        """From the `.amdhsa_*` directives and the code object metadata of the ISA dump."""
+        with open(isa_path, encoding="utf-8") as handle:
+            return amdhsa_kernels(handle.read(), job["chip"])
+
+    def tools(self, options, environment=None):
+        return [toolchain.llvm_tool("llvm-mc", environment), toolchain.lld(self.toolkit(options, environment),
+                                                                          environment)]
+
+
+def _directives(block):
+    return {key: int(value) for key, value in re.findall(r"^\s*\.amdhsa_(\w+)\s+(-?\d+)\s*$", block, re.M)}
+
+
+def _metadata(isa):
+    """The `amdhsa.kernels` list of the code object metadata, as {name: {key: value}} (scalar keys only)."""
+    start = isa.find("amdhsa.kernels:")
+    if start < 0:
+        return {}
+    kernels = {}
+    current = None
+    for line in isa[start:].splitlines()[1:]:
+        if line.startswith("amdhsa.") or line.startswith(".end_amdgpu_metadata"):
+            break
+        entry = re.match(r"^  (- )?\s*\.(\w+):\s*(\S+)?\s*$", line)
+        if line.startswith("  - "):
+            current = {}
+        if entry and current is not None and (line.startswith("  - ") or line.startswith("    .")):
+            key, value = entry.group(2), entry.group(3)
+            if value is not None:
+                current[key] = value
+                if key == "name":
+                    kernels[value] = current
+    return kernels
+
+
+def _waves_per_simd(chip, total_vgprs):
+    """VGPR-limited waves per SIMD for CDNA chips (512 unified registers per lane, granule 8, at most 8 waves)."""
+    if chip not in ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950") or total_vgprs <= 0:
+        return None
+    granule = 8
+    allocated = -(-total_vgprs // granule) * granule
+    return max(0, min(8, 512 // allocated))
+
+
+def amdhsa_kernels(isa, chip):
+    """One dict per `.amdhsa_kernel` block of an AMDGCN ISA dump."""
+    metadata = _metadata(isa)
+    kernels = []
+    for name, block in re.findall(r"^\s*\.amdhsa_kernel (\S+)\n(.*?)^\s*\.end_amdhsa_kernel", isa, re.M | re.S):
+        directives = _directives(block)
+        meta = metadata.get(name, {})
+        vgprs = directives.get("next_free_vgpr", 0)
+        kernel = {
+            "name": name,
+            "registers": vgprs,
+            "vgprs": int(meta.get("vgpr_count", vgprs)),
+            "agprs": int(meta.get("agpr_count", 0)),
+            "sgprs": int(meta.get("sgpr_count", directives.get("next_free_sgpr", 0))),
+            "shared_bytes": directives.get("group_segment_fixed_size", 0),
+            "local_bytes": directives.get("private_segment_fixed_size", 0),
+            "vgpr_spills": int(meta.get("vgpr_spill_count", 0)),
+            "sgpr_spills": int(meta.get("sgpr_spill_count", 0)),
+            "wavefront_size": int(meta.get("wavefront_size", 64)),
+            "occupancy": _waves_per_simd(chip, vgprs),
+        }
+        kernel["spills"] = kernel["vgpr_spills"] + kernel["sgpr_spills"]
+        kernels.append(kernel)
+    return kernels

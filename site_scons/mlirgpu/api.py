@@ -1,0 +1,26 @@
+"""The compiler core as a Python API: each compile runs in a worker process (mlirgpu.workers), so an LLVM abort
+fails that compile, not the caller, and calls from several threads run in parallel.
+
+    from mlirgpu import CompileOptions, compile_to_object
+    compile_to_object("k.mlir", "k.o", CompileOptions(format="bin", dump_dir="k.dumps"))
+"""
+from . import workers
+from .planning import check_options
+
+
+def compile_file(source, options, environment=None):
+    """Compile every gpu.module of `source`: the host object's bytes, the jobs, dumps and warnings (a
+    pipeline.CompileResult). `environment`: the one tools are found in (default: this process's)."""
+    check_options(source, options)  # a bad option fails here, before a worker starts
+    with workers.lease() as worker:
+        return worker.call("compile_file", source, options, what=source, where=(source, None), environ=environment)
+
+
+def compile_to_object(source, output, options, pretranslated=None, environment=None):
+    """Compile `source` and write the host object (and the C header and depfile, when asked) atomically.
+
+    `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once."""
+    check_options(source, options)
+    with workers.lease() as worker:
+        return worker.call("compile_to_object", source, output, options, pretranslated, what=source,
+                           where=(source, None), environ=environment)

@@ -1,0 +1,92 @@
+"""The dump folder of one compile: every stage's output as a file, and the record of what the compile made.
+
+The pipeline reports each stage's output through `stage_output` (a callback: the stages never know whether
+anything is dumped); a module is printed only here. Writes are atomic; each file's sha256 goes into the record
+(`mlirgpu.json`), which is written last, so a folder holds a record only of a compile that finished. The
+previous record is removed first (a failing compile must not leave it to describe other dumps), and the files it
+listed that this compile does not write are removed at the end (another target or chip).
+"""
+import hashlib
+import json
+import os
+import tempfile
+import time
+
+from .errors import CompileError
+from .fsutil import remove_quietly, remove_stale_temps, write_atomic
+from .options import hint
+from . import stages
+from .planning import RECORD_DUMP
+
+SCHEMA = "scons-mlir-gpu/object-record"
+
+
+def project_path(path):
+    """`path` relative to the folder the compile runs in (the project), never absolute: records and reports
+    are shared between machines and checkouts."""
+    return os.path.relpath(os.path.abspath(path)).replace(os.sep, "/")
+
+
+class DumpFolder:
+    def __init__(self, options, source):
+        self.folder = options.dump_dir
+        self.prefix = options.dump_prefix
+        self.source = source
+        self.hashes = {}  # path -> sha256 of every file written, in order
+        self.seconds = 0.0
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            tempfile.NamedTemporaryFile(dir=self.folder, prefix=".probe-").close()
+        except OSError as exc:
+            raise CompileError(f"cannot write the dump folder '{self.folder}': {exc.strerror}", file=source,
+                               fix=f"choose a writable {hint('dump_dir')} folder") from exc
+        remove_stale_temps([], whole_folders=[self.folder])
+        self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
+        self.previous = _previous_dumps(self.record_path, project_path(source))
+        remove_quietly(self.record_path)
+
+    @property
+    def written(self):
+        return list(self.hashes)
+
+    def write(self, name, data):
+        started = time.perf_counter()
+        path = os.path.join(self.folder, self.prefix + name)
+        data = data.encode("utf-8") if isinstance(data, str) else data
+        write_atomic(path, data)
+        self.hashes[path] = hashlib.sha256(data).hexdigest()
+        self.seconds += time.perf_counter() - started
+
+    def stage_output(self, job, stage, output):
+        """A stage's output as its dump: the binary stage's files by the target's suffixes, any other the text
+        of its output (a module is printed here, only when dumped)."""
+        if stage == stages.BINARY:
+            for suffix, data in output.items():
+                self.write(f"{job.stem}.{suffix}", data)
+        else:
+            self.write(f"{job.stem}.{stage}", str(output))
+
+    def finish(self, record):
+        """Remove what the previous compile wrote and this one did not, then write the record (`record` without
+        its `dumps` and `sha256`, which are filled in here)."""
+        keep = {os.path.basename(path) for path in self.hashes}
+        for name in self.previous:
+            if name not in keep:
+                remove_quietly(os.path.join(self.folder, name))
+        record["dumps"] = sorted(os.path.relpath(path, self.folder) for path in self.hashes)
+        record["sha256"] = {os.path.relpath(path, self.folder): digest for path, digest in sorted(self.hashes.items())}
+        record["dump_prefix"] = self.prefix
+        self.write(RECORD_DUMP, json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def _previous_dumps(record_path, source):
+    """The plain file names the previous compile of the same source listed in its record (a record of another
+    source, in a folder shared without --dump-prefix, lists nothing of ours)."""
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            record = json.load(handle)
+        listed = record["dumps"] if record.get("source") == source else []
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return []
+    return [name for name in listed if isinstance(name, str) and name == os.path.basename(name)
+            and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []

@@ -1,0 +1,46 @@
+"""Running mlir-opt and mlir-translate: their diagnostics become CompileErrors at the file and line they name."""
+import re
+
+from . import process, toolchain
+from .errors import CompileError
+
+
+def run_mlir_tool(tool, args, source, what, text=None, fix=None):
+    """Run mlir-opt or mlir-translate (single-threaded: inputs are small, and MLIR's thread pool costs more to
+    start than it saves) on a file or on `text`; its output, or a CompileError located in `source`."""
+    argv = [toolchain.llvm_tool(tool), "--mlir-disable-threading", *args]
+    try:
+        result = process.run(argv, what, input=None if text is None else text.encode("utf-8"))
+    except CompileError as exc:
+        raise exc.located(source)
+    if result.returncode != 0:
+        raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what, fix=fix, tool=tool,
+                              code=result.returncode)
+    return result.stdout.decode("utf-8")
+
+
+def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
+    """The first `file:line:col: error: ...` of an MLIR tool's output as a CompileError on `source`; output
+    without a diagnostic (a broken tool) is reported with the tool's name and exit code."""
+    for line in stderr.splitlines():
+        match = re.match(r"^(.*?):(\d+):(\d+): error: (.*)$", line)
+        if match:
+            return CompileError(match.group(4), file=source, line=int(match.group(2)), fix=fix, detail=stderr)
+    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "no message")
+    status = f" (exit code {code})" if code is not None else ""
+    return CompileError(f"{what}: {tool} failed{status}: {first}", file=source, fix=fix, detail=stderr)
+
+
+def translate_pieces(pieces, source):
+    """LLVM IR text for each piece (standalone gpu.module text), in order, from one mlir-translate process
+    (pieces split by `// -----`).
+
+    Line numbers inside a chunk count from its marker, so diagnostics name the file's lines only for normalised
+    pieces (they carry explicit locations); a failing direct piece is re-read through mlir-opt by the caller."""
+    joined = "\n// -----".join(text if i == 0 else "\n" + text for i, text in enumerate(pieces))
+    args = ["--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-"]
+    text = run_mlir_tool("mlir-translate", args, source, "translating to LLVM IR", text=joined)
+    modules = [piece for piece in re.split(r"^(?=; ModuleID = )", text, flags=re.M) if piece.startswith("; ModuleID")]
+    if len(modules) != len(pieces):
+        raise CompileError(f"mlir-translate returned {len(modules)} modules for {len(pieces)}", file=source)
+    return modules
