@@ -34,10 +34,11 @@ def _rocm_root(folder):
 
     sys.path.insert(0, os.path.join(ROOT, "site_scons"))
     from mlirgpu import toolchain
+    from mlirgpu.targets.rocm import rocm_toolkit
 
     root = os.path.join(folder, "rocm")
     os.makedirs(os.path.join(root, "llvm", "bin"), exist_ok=True)
-    for link, target in ((os.path.join(root, "amdgcn"), os.path.join(toolchain.rocm_toolkit(), "amdgcn")),
+    for link, target in ((os.path.join(root, "amdgcn"), os.path.join(rocm_toolkit(), "amdgcn")),
                          (os.path.join(root, "llvm", "bin", "ld.lld"), toolchain.llvm_tool("ld.lld"))):
         if not os.path.lexists(link):
             os.symlink(target, link)
@@ -47,8 +48,10 @@ def _rocm_root(folder):
 def write_corpus(folder, count, null_build=False):
     """Write `count` sources plus SConstruct, upstream.mk, latency.json and targets.json; returns `count`."""
     os.makedirs(folder, exist_ok=True)
+    from mlirgpu.targets.cuda import cuda_toolkit
+
     rocm, toolchain = _rocm_root(folder)
-    cuda = toolchain.cuda_toolkit()
+    cuda = cuda_toolkit()
     entries = []
     for index in range(count):
         if null_build:

@@ -10,13 +10,15 @@ sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from mlirgpu import toolchain  # noqa: E402
+from mlirgpu.targets.cuda import cuda_toolkit
+from mlirgpu.targets.rocm import rocm_toolkit
 
 CORPUS = os.path.join(ROOT, "tests", "corpus")
 
 
 @pytest.fixture(scope="session")
 def cuda_root():
-    root = toolchain.cuda_toolkit()
+    root = cuda_toolkit()
     if not root:
         pytest.fail("no CUDA toolkit: run tools/bootstrap (it installs the nvidia-cuda-nvcc wheel)")
     return root
@@ -25,7 +27,7 @@ def cuda_root():
 @pytest.fixture(scope="session")
 def rocm_root(tmp_path_factory):
     """A ROCm-shaped root for upstream mlir-opt, which wants <root>/amdgcn/bitcode and <root>/llvm/bin/ld.lld."""
-    libs = toolchain.rocm_toolkit()
+    libs = rocm_toolkit()
     if not libs:
         pytest.fail("no ROCm device libraries: run tools/bootstrap (Debian package rocm-device-libs)")
     root = tmp_path_factory.mktemp("rocm")

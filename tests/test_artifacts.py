@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT
-from mlirgpu import toolchain
+from mlirgpu.targets.cuda import cuda_toolkit
 from sconsutil import SCONS, TOOLPATH, compiled, scons
 
 
@@ -58,7 +58,7 @@ def test_manifest_matches_files_and_tools(examples, target):
 
 
 def _ptxas_registers(ptx, chip, level):
-    ptxas = os.path.join(toolchain.cuda_toolkit(), "bin", "ptxas")
+    ptxas = os.path.join(cuda_toolkit(), "bin", "ptxas")
     out = subprocess.run([ptxas, "-v", "-arch", chip, "--opt-level", str(level), str(ptx), "-o", os.devnull],
                          capture_output=True, text=True, check=True).stderr
     names = re.findall(r"Compiling entry function '([^']+)'", out)

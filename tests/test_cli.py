@@ -8,7 +8,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from conftest import CORPUS, ROOT, instantiate
-from mlirgpu import toolchain
+from mlirgpu.targets.cuda import libdevice, nvcc_wheel_roots
 
 ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
 
@@ -226,10 +226,10 @@ def test_llvm_fatal_error_is_reported_not_fatal(tmp_path):
 
 def test_cuda_wheel_layout_is_found(tmp_path, monkeypatch):
     """The nvidia-cuda-nvcc + nvidia-nvvm wheels (installed by the bootstrap) form a usable toolkit root."""
-    roots = toolchain.nvcc_wheel_roots()
+    roots = nvcc_wheel_roots()
     assert roots, "the PyPI CUDA wheels are not installed in this environment"
     root = roots[0]
-    assert toolchain.libdevice(root)
+    assert libdevice(root)
     source = write(tmp_path / "k.mlir", SEED.format(target=TARGETS["nvvm"], kind="nvvm"))
     run = mlirgpu("compile", source, "-o", str(tmp_path / "k.o"), "--format", "fatbin", "--toolkit", root,
                   "--dump-intermediates", str(tmp_path / "D"))

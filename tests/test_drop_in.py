@@ -163,8 +163,8 @@ def test_default_nvvm_chip_is_the_oldest_ptxas_accepts(tmp_path):
     (tmp_path / "SConstruct").write_text(
         "env = Environment(tools=['default', 'mlirgpu'], toolpath=[__import__('mlirgpu').TOOLPATH])\n"
         "env.GpuObject('k', 'k.mlir')\n")
-    from mlirgpu import toolchain
+    from mlirgpu.targets.cuda import cuda_toolkit, ptxas_chips
 
-    oldest = toolchain.ptxas_chips(os.path.join(toolchain.cuda_toolkit(), "bin", "ptxas"))[0]
+    oldest = ptxas_chips(os.path.join(cuda_toolkit(), "bin", "ptxas"))[0]
     run = scons(tmp_path, "GPU_TARGET=nvvm", "GPU_FORMAT=bin")
     assert f"--chip {oldest}" in run.stdout

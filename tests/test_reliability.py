@@ -11,6 +11,8 @@ import pytest
 
 from conftest import CORPUS, ROOT, instantiate
 from mlirgpu import CompileOptions, compile_file, toolchain
+from mlirgpu.targets.cuda import cuda_toolkit
+from mlirgpu.targets.rocm import rocm_toolkit
 from mlirgpu.scan import planned_outputs
 from sconsutil import SCONS, TOOLPATH, files, same_tree
 
@@ -35,14 +37,14 @@ def fake_tool(folder, name, kind):
 def toolkits(tmp_path, tool, kind):
     """A CUDA root, a ROCm root and an MLIR bin folder where `tool` is a fake of the given kind."""
     cuda = tmp_path / "cuda"
-    real_cuda = toolchain.cuda_toolkit()
+    real_cuda = cuda_toolkit()
     (cuda / "bin").mkdir(parents=True)
     for name in ("ptxas", "fatbinary"):
         os.symlink(os.path.join(real_cuda, "bin", name), cuda / "bin" / name) if name != tool else None
     os.symlink(os.path.join(real_cuda, "nvvm"), cuda / "nvvm")
     rocm = tmp_path / "rocm"
     (rocm / "llvm" / "bin").mkdir(parents=True)
-    os.symlink(os.path.join(toolchain.rocm_toolkit(), "amdgcn"), rocm / "amdgcn")
+    os.symlink(os.path.join(rocm_toolkit(), "amdgcn"), rocm / "amdgcn")
     if tool != "ld.lld":
         os.symlink(toolchain.llvm_tool("ld.lld"), rocm / "llvm" / "bin" / "ld.lld")
     mlir = tmp_path / "mlirbin"
@@ -209,7 +211,7 @@ def test_scratch_folders_are_private(tmp_path):
     """The serializer's temporary files live in a folder only the user can enter (checked by a fake ptxas)."""
     cuda = tmp_path / "cuda"
     (cuda / "bin").mkdir(parents=True)
-    os.symlink(os.path.join(toolchain.cuda_toolkit(), "nvvm"), cuda / "nvvm")
+    os.symlink(os.path.join(cuda_toolkit(), "nvvm"), cuda / "nvvm")
     report = tmp_path / "mode.txt"
     spy = cuda / "bin" / "ptxas"
     spy.write_text(f'#!/bin/sh\nstat -c %a "$(dirname "$3")" > {report}\nexit 1\n')

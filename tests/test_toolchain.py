@@ -5,6 +5,7 @@ import pytest
 
 from conftest import CORPUS, instantiate
 from mlirgpu import CompileOptions, compile_file, toolchain
+from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.errors import CompileError, ToolMissing
 
 
@@ -44,7 +45,7 @@ def test_cuda_root_needs_ptxas_and_libdevice(monkeypatch, tmp_path):
     (half / "bin").mkdir(parents=True)
     (half / "bin" / "ptxas").write_text("")
     monkeypatch.setenv("CUDA_PATH", str(half))
-    found = toolchain.cuda_toolkit()
+    found = cuda_toolkit()
     assert found != str(half)
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import CORPUS, instantiate
 from mlirgpu import toolchain
+from mlirgpu.targets.cuda import cuda_toolkit
+from mlirgpu.targets.rocm import rocm_toolkit
 from sconsutil import SCONS, TOOLPATH, compiled, files, same_tree, scons
 
 SCONSTRUCT = """\
@@ -48,7 +50,7 @@ def make_project(path):
 def make_toolkits(path):
     """A CUDA root whose ptxas is a wrapper script (its bytes can change in place) and whose libdevice is a copy,
     and a ROCm root with copies of the device libraries."""
-    real = toolchain.cuda_toolkit()
+    real = cuda_toolkit()
     cuda = path / "cuda"
     (cuda / "bin").mkdir(parents=True)
     (cuda / "nvvm" / "libdevice").mkdir(parents=True)
@@ -57,7 +59,7 @@ def make_toolkits(path):
     (cuda / "bin" / "ptxas").chmod(0o755)
     os.symlink(os.path.join(real, "bin", "fatbinary"), cuda / "bin" / "fatbinary")
     rocm = path / "rocm"
-    shutil.copytree(os.path.join(toolchain.rocm_toolkit(), "amdgcn", "bitcode"), rocm / "amdgcn" / "bitcode")
+    shutil.copytree(os.path.join(rocm_toolkit(), "amdgcn", "bitcode"), rocm / "amdgcn" / "bitcode")
     return str(cuda), str(rocm)
 
 
@@ -101,7 +103,7 @@ def test_device_libraries_are_dependencies(tmp_path):
     that toolkit. The libraries are dependencies in SCons's tree."""
     project = make_project(tmp_path / "p")
     cuda, rocm = make_toolkits(tmp_path)
-    args = (f"CUDA={cuda}", f"ROCM={rocm}", f"OTHER_CUDA={toolchain.cuda_toolkit()}")
+    args = (f"CUDA={cuda}", f"ROCM={rocm}", f"OTHER_CUDA={cuda_toolkit()}")
     build(project, *args)
     tree = scons(project, "DUMP=1", "--tree=prune", "ocml.o", *args).stdout
     assert "ocml.bc" in tree and "ockl.bc" in tree
@@ -138,7 +140,7 @@ def test_tool_upgraded_in_place_rebuilds_its_objects(tmp_path):
     assert compiled(build(project, *args)) == ["nv.mlir", "sub/other.mlir"]
     assert "up to date" in build(project, *args).stdout
     # The SConscript's own toolkit: pointing it elsewhere rebuilds only its object.
-    assert compiled(build(project, f"CUDA={cuda}", f"ROCM={rocm}", f"OTHER_CUDA={toolchain.cuda_toolkit()}")) == \
+    assert compiled(build(project, f"CUDA={cuda}", f"ROCM={rocm}", f"OTHER_CUDA={cuda_toolkit()}")) == \
         ["sub/other.mlir"]
 
 

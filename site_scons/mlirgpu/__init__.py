@@ -14,7 +14,7 @@ from its toolpath under the tool's name, which is this package's name, so the to
 import importlib
 import os
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401 - mlirgpu.__version__
 
 # For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
 TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

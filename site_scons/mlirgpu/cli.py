@@ -14,10 +14,11 @@ import os
 import sys
 import time
 
-from . import __version__, workers
+from . import workers
 from .errors import CompileError, InternalError
 from .fsutil import remove_quietly
 from .options import OPTIONS, CompileOptions
+from .version import __version__
 
 
 class _Parser(argparse.ArgumentParser):

@@ -11,6 +11,7 @@ A fix that names an option is written with options.hint(NAME[, VALUE]) and shown
 import re
 
 _STYLE = ["cli"]
+_OPTION_NAMES = {}  # option name -> (CLI flag, SCons variable), given by mlirgpu.options (which imports this module)
 MAX_MESSAGE = 600  # characters of a message on its one line; the whole text stays in `detail`
 
 
@@ -19,20 +20,25 @@ def set_style(style):
     _STYLE[0] = style
 
 
+def know_options(names):
+    """Learn how each option is spelled on the command line and in SCons ({name: (flag, variable)})."""
+    _OPTION_NAMES.update(names)
+
+
 def render_hints(text):
+    """Mentions of options (options.hint) in the front end's terms."""
     import shlex
 
     def one(match):
-        from .options import BY_NAME
-
-        option, value = BY_NAME.get(match.group(1)), match.group(2)
-        if option is None:
-            return match.group(1)
-        if _STYLE[0] == "scons" and option.variable:
-            return f"{option.variable}={shlex.quote(value)}" if value is not None else option.variable
+        name, value = match.group(1), match.group(2)
+        if name not in _OPTION_NAMES:
+            return name
+        flag, variable = _OPTION_NAMES[name]
+        if _STYLE[0] == "scons" and variable:
+            return f"{variable}={shlex.quote(value)}" if value is not None else variable
         if _STYLE[0] == "api":
-            return f"{option.name}={value!r}" if value is not None else option.name
-        return f"{option.flag} {shlex.quote(value)}" if value is not None else option.flag
+            return f"{name}={value!r}" if value is not None else name
+        return f"{flag} {shlex.quote(value)}" if value is not None else flag
 
     return re.sub("\x1eoption:(\\w+)(?:\x1f([^\x1e]*))?\x1e", one, text)
 

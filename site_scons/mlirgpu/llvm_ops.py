@@ -80,8 +80,8 @@ def declared_functions(job_module):
 def add_control_constants(job_module, constants, flags):
     """Pre-link primitive: append constants `(name, bits, value, align)` and module flags.
 
-    The constants are `linkonce_odr protected local_unnamed_addr addrspace(4)`, as upstream's ROCDL pre-link
-    creates them; names the module already has are skipped.
+    The constants are `linkonce_odr protected local_unnamed_addr addrspace(4)`, as upstream's pre-link step
+    creates them (a target's `pre_link` hook says which); names the module already has are skipped.
     """
     module = job_module.module
     existing = {g.name for g in module.global_variables}

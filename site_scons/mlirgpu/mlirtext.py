@@ -255,10 +255,10 @@ _ATTRIBUTE = re.compile(r"#([\w$.\-]+)")
 
 
 def target_list(clean, start, aliases, target_for_attribute):
-    """The target list `[#nvvm.target<...>, #alias, ...]` at `start` -> ([(target, text, params)], end).
+    """The target list `[#<dialect>.target<...>, #alias, ...]` at `start` -> ([(target, text, params)], end).
 
     `aliases` maps alias names to their value text (a chain of aliases is followed); `target_for_attribute`
-    maps an attribute name (`nvvm.target`) to its target, or None. Anything else in the list is Unreadable."""
+    maps an attribute name (`<dialect>.target`) to its target, or None. Anything else in the list is Unreadable."""
     close = matching_close(clean, start, "[", "]")
     body = clean[start + 1 : close]
     found = []

@@ -8,6 +8,9 @@ in the caller's language (`--chip` for the CLI, `GPU_CHIP` for SCons, `chip=` fo
 import re
 from dataclasses import dataclass, fields, replace
 
+from . import errors
+from .cmdline import unclosed_quote
+
 FORMATS = ("isa", "bin", "fatbin")
 LAYOUTS = ("plain", "vendor")
 HOST_CODE = ("compile", "ignore")
@@ -86,6 +89,7 @@ OPTIONS = (
            "of the built-in lowering", metavar="PIPELINE"),
 )
 BY_NAME = {option.name: option for option in OPTIONS}
+errors.know_options({option.name: (option.flag, option.variable) for option in OPTIONS})
 
 
 def hint(name, value=None):
@@ -95,9 +99,7 @@ def hint(name, value=None):
 
 
 def _problem(option, value, why):
-    from .errors import CompileError
-
-    return CompileError(f"invalid {option} '{_shown(value)}': {why}")
+    return errors.CompileError(f"invalid {option} '{_shown(value)}': {why}")
 
 
 def _shown(value):
@@ -126,9 +128,6 @@ def parse_opt_level(value):
 
 def validate(options, known_targets=()):
     """`options` checked and normalised (O level as int, chips without blanks); raises CompileError."""
-    from .cmdline import unclosed_quote
-    from .errors import CompileError
-
     def fail(name, value, why, example=None):
         label = {"opt_level": "optimization level", "dump_prefix": "dump prefix", "symbol_prefix": "symbol prefix",
                  "host_code": "host code mode", "link_libs": "library"}.get(name, name)
@@ -143,7 +142,7 @@ def validate(options, known_targets=()):
                           ("target", ("",) + tuple(known_targets))):
         value = getattr(options, name)
         if value not in allowed:
-            raise CompileError(f"unknown {BY_NAME[name].name.replace('_', ' ')} '{_shown(value)}'").with_fix(
+            raise errors.CompileError(f"unknown {BY_NAME[name].name.replace('_', ' ')} '{_shown(value)}'").with_fix(
                 "use " + " or ".join(hint(name, choice) for choice in allowed if choice))
     level = parse_opt_level(options.opt_level)
     chips = [chip.strip() for chip in options.chip.split(",")] if options.chip.strip() else []

@@ -64,7 +64,8 @@ def tool_identities(options, environment=None):
     """{tool: identity} of everything that shapes a compile's output with these options: this package, llvmlite's
     LLVM, the MLIR tools and each target's tools (version line and sha256 of the bytes; no paths). The SCons
     signature and the CI manifest both use it, so a tool upgraded in place is seen by both."""
-    from . import __version__, toolchain
+    from . import toolchain
+    from .version import __version__
     from .targets import TARGETS
 
     identities = {"mlirgpu": __version__, "llvmlite": toolchain.llvmlite_identity()}

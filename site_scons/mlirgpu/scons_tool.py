@@ -5,7 +5,7 @@
     env.SharedLibrary("gpu", ["kernels.mlir", "glue.c"])    # StaticLibrary, SharedLibrary, LoadableModule
 
 Variables: every GPU_* construction variable is described once (mlirgpu.options, plus the build-only ones
-below) and listed by `scons -h`. A value given on the command line (`scons GPU_TARGET=rocdl`) wins over every
+below) and listed by `scons -h`. A value given on the command line (`scons GPU_FORMAT=bin`) wins over every
 value the build files set (Environment keywords, Replace, builder overrides, SetDefault); those win over the
 tool's defaults, which are never written into the environment (so `env.SetDefault(...)` after loading the tool
 works). Paths given in a SConscript are relative to it (`#` is the top folder); GPU_DUMPDIR given on the

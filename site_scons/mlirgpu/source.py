@@ -117,7 +117,7 @@ def _resources(path, pieces_need):
 
 
 def _targets_of(head, start, source, line):
-    """The target list `[#nvvm.target<...>, ...]` of a printed gpu.module header from `start` (after the symbol
+    """The target list `[#<dialect>.target<...>, ...]` of a printed gpu.module header from `start` (after the symbol
     and handler), read by the same reader as the scan."""
     pos = skip_space(head, start)
     if not head.startswith("[", pos):

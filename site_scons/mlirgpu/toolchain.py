@@ -5,12 +5,9 @@ environment: a build tool's own execution environment first (SCons's `env['ENV']
 - MLIR tools (`mlir-opt`, `mlir-translate`): `$MLIR_BIN`, then `mlir-opt-22` / `mlir-opt` on PATH, then Debian's
   `/usr/lib/llvm-22/bin` (package mlir-22-tools).
 - LLVM tools (`llvm-mc`, `ld.lld`): `$LLVM_BIN`, PATH (`llvm-mc-22`, `ld.lld-22`, then unversioned), then
-  `/usr/lib/llvm-22/bin` (packages llvm-22, lld-22). For ROCDL, `<rocm>/llvm/bin/ld.lld` is preferred, as upstream.
-- CUDA toolkit (`ptxas`, `fatbinary`, `nvvm/libdevice/libdevice.10.bc`): `--toolkit`, `$CUDA_PATH`, `$CUDA_HOME`,
-  `$CUDA_ROOT`, the folder above `ptxas` on PATH, `/usr/local/cuda`, then the PyPI wheels `nvidia-cuda-nvcc` +
-  `nvidia-nvvm` (installed as `nvidia/cu13/{bin,nvvm}`). A root counts only if it has ptxas and libdevice.
-- ROCm device libraries (`amdgcn/bitcode/*.bc`): `--toolkit`, `$ROCM_PATH`, `$ROCM_ROOT`, `$ROCM_HOME`,
-  `/opt/rocm`, then Debian's `rocm-device-libs` location `/usr/lib/<multiarch>`.
+  `/usr/lib/llvm-22/bin` (packages llvm-22, lld-22).
+- Vendor toolkits (CUDA, ROCm) are found by the targets that use them (mlirgpu.targets.cuda, .rocm), through the
+  same search environment.
 
 What a tool prints (`--version`, processor lists) and the hash of its bytes are cached on disk per tool file,
 keyed by its identity on disk including the inode and change time, which `cp -p`, `rsync -a` and `tar x` cannot
@@ -23,23 +20,24 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 from . import store
 from .errors import ToolMissing
 
 LLVM_MAJOR = 22
 DEBIAN_LLVM_BIN = f"/usr/lib/llvm-{LLVM_MAJOR}/bin"
-SEARCH_VARIABLES = ("PATH", "MLIR_BIN", "LLVM_BIN", "CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "ROCM_PATH",
-                    "ROCM_ROOT", "ROCM_HOME")
+SEARCH_VARIABLES = ["PATH", "MLIR_BIN", "LLVM_BIN"]  # vendor toolkits add theirs (search_also)
+
+
+def search_also(*names):
+    """Environment variables a toolkit's discovery reads (e.g. CUDA_PATH), so they are in the search
+    environment a build passes on."""
+    SEARCH_VARIABLES.extend(name for name in names if name not in SEARCH_VARIABLES)
 
 INSTALL = {
     "mlir": f"apt install mlir-{LLVM_MAJOR}-tools (Debian 13; tools/bootstrap does it) or set MLIR_BIN to its folder",
     "llvm": f"apt install llvm-{LLVM_MAJOR} (Debian 13) or set LLVM_BIN to its folder",
     "lld": f"apt install lld-{LLVM_MAJOR} (Debian 13) or set LLVM_BIN to its folder",
-    "cuda": "pip install nvidia-cuda-nvcc nvidia-nvvm, or install a CUDA toolkit and set CUDA_PATH (or the "
-            "toolkit option)",
-    "rocm": "apt install rocm-device-libs, or set ROCM_PATH (or the toolkit option) to a ROCm root",
 }
 _PACKAGE_OF = {"mlir-opt": "mlir", "mlir-translate": "mlir", "llvm-mc": "llvm", "ld.lld": "lld"}
 
@@ -63,11 +61,13 @@ def _env(environment):
     return dict(environment if environment is not None else search_environment())
 
 
-def _which(name, environment):
+def which(name, environment):
+    """`name` on the search environment's PATH, or None."""
     return shutil.which(name, path=_env(environment)["PATH"] or None)
 
 
-def _executable(path):
+def executable(path):
+    """`path` when it is an executable file, else None."""
     return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
@@ -80,11 +80,11 @@ def llvm_tool(name, environment=None):
 def _llvm_tool(name, environment):
     env = dict(environment)
     variable = "MLIR_BIN" if name.startswith("mlir") else "LLVM_BIN"
-    unversioned = _which(name, environment)
+    unversioned = which(name, environment)
     candidates = [os.path.join(env[variable], name)] if env[variable] else []
-    candidates += [_which(f"{name}-{LLVM_MAJOR}", environment), os.path.join(DEBIAN_LLVM_BIN, name), unversioned]
+    candidates += [which(f"{name}-{LLVM_MAJOR}", environment), os.path.join(DEBIAN_LLVM_BIN, name), unversioned]
     for candidate in candidates:
-        found = _executable(candidate)
+        found = executable(candidate)
         if found and (candidate != unversioned or _major_of(found) == LLVM_MAJOR):
             return found
     package = _PACKAGE_OF.get(name, "llvm")
@@ -208,100 +208,7 @@ def llvmlite_identity():
     return f"llvmlite {release} [{file_digest(library)[:16] if library else 'missing'}]"
 
 
-def nvcc_wheel_roots():
-    """CUDA roots the PyPI wheels (nvidia-cuda-nvcc) installed on the import path."""
-    roots = []
-    for entry in sys.path:
-        roots += glob.glob(os.path.join(entry, "nvidia", "cuda_nvcc"))
-        roots += glob.glob(os.path.join(entry, "nvidia", "cu*"))
-    return [root for root in roots if os.path.isfile(os.path.join(root, "bin", "ptxas"))]
-
-
-def cuda_toolkit(explicit=None, environment=None):
-    """The CUDA toolkit root: `explicit` when given (as upstream's toolkit=), else the first root found that
-    holds both bin/ptxas and libdevice (None when there is none)."""
-    if explicit:
-        return os.path.abspath(explicit)
-    return _cuda_toolkit(environment if environment is not None else search_environment())
-
-
-@functools.lru_cache(maxsize=None)
-def _cuda_toolkit(environment):
-    env = dict(environment)
-    candidates = [env[var] for var in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")]
-    on_path = _which("ptxas", environment)
-    if on_path:
-        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(on_path))))
-    candidates.append("/usr/local/cuda")
-    candidates += nvcc_wheel_roots()
-    for root in candidates:
-        if root and os.path.isfile(os.path.join(root, "bin", "ptxas")) and libdevice(root):
-            return os.path.abspath(root)
-    return None
-
-
-def libdevice(toolkit):
-    """Path of libdevice.10.bc in a CUDA toolkit, or None."""
-    if not toolkit:
-        return None
-    path = os.path.join(toolkit, "nvvm", "libdevice", "libdevice.10.bc")
-    return path if os.path.isfile(path) else None
-
-
-def cuda_tool(name, toolkit):
-    """ptxas or fatbinary from the toolkit, with an install hint."""
-    path = _executable(os.path.join(toolkit, "bin", name)) if toolkit else None
-    if not path:
-        raise ToolMissing(f"{name} not found (no CUDA toolkit)", fix=INSTALL["cuda"])
-    return path
-
-
-def ptxas_chips(ptxas):
-    """The real chips (`sm_*`) this ptxas accepts, oldest first (from `ptxas --help`)."""
-    text = tool_output(ptxas, ("--help",)) or ""
-    chips = set(re.findall(r"'(sm_\d+[a-z]?)'", text))
-    return sorted(chips, key=lambda chip: (int(re.sub(r"\D", "", chip)), chip))
-
-
-def rocm_toolkit(explicit=None, environment=None):
-    """The ROCm root: `explicit` when given, else the first root found holding amdgcn/bitcode, or None."""
-    if explicit:
-        return os.path.abspath(explicit)
-    return _rocm_toolkit(environment if environment is not None else search_environment())
-
-
-@functools.lru_cache(maxsize=None)
-def _rocm_toolkit(environment):
-    env = dict(environment)
-    candidates = [env[var] for var in ("ROCM_PATH", "ROCM_ROOT", "ROCM_HOME")]
-    candidates.append("/opt/rocm")
-    candidates += sorted(glob.glob("/usr/lib/*/amdgcn/bitcode/ocml.bc"))
-    for root in candidates:
-        if root and root.endswith("ocml.bc"):
-            root = os.path.dirname(os.path.dirname(os.path.dirname(root)))
-        if root and os.path.isdir(os.path.join(root, "amdgcn", "bitcode")):
-            return os.path.abspath(root)
-    return None
-
-
-def rocm_library(toolkit, name):
-    """Path of `<toolkit>/amdgcn/bitcode/<name>.bc`, or a ToolMissing error."""
-    path = os.path.join(toolkit, "amdgcn", "bitcode", f"{name}.bc") if toolkit else None
-    if not path or not os.path.isfile(path):
-        raise ToolMissing(f"ROCm device library {name}.bc not found", fix=INSTALL["rocm"])
-    return path
-
-
-def lld(rocm_root, environment=None):
-    """ld.lld for HSACO linking: ROCm's own when it has one (as upstream), else lld-22."""
-    if rocm_root:
-        own = _executable(os.path.join(rocm_root, "llvm", "bin", "ld.lld"))
-        if own:
-            return own
-    return llvm_tool("ld.lld", environment)
-
-
 def forget():
     """Drop what was found (a worker does this when its caller's environment changed)."""
-    for cached in (_llvm_tool, _cuda_toolkit, _rocm_toolkit):
+    for cached in (_llvm_tool,):
         cached.cache_clear()

@@ -3,7 +3,8 @@ resources from `ptxas -v`."""
 import os
 import re
 
-from .. import process, toolchain
+from .. import process
+from . import cuda
 from ..cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
 from ..options import hint
@@ -29,7 +30,7 @@ class NVVM(Target):
         return problem
 
     def toolkit(self, options, environment=None):
-        return toolchain.cuda_toolkit(options.toolkit, environment)
+        return cuda.cuda_toolkit(options.toolkit, environment)
 
     def conversion_pass(self, chips):
         return "convert-gpu-to-nvvm"
@@ -38,12 +39,12 @@ class NVVM(Target):
         """The oldest chip the found ptxas accepts (sm_75 for CUDA 13); upstream's sm_50 without a toolkit."""
         root = self.toolkit(options, environment)
         ptxas = os.path.join(root, "bin", "ptxas") if root else ""
-        chips = toolchain.ptxas_chips(ptxas) if ptxas and os.path.isfile(ptxas) else []
+        chips = cuda.ptxas_chips(ptxas) if ptxas and os.path.isfile(ptxas) else []
         return chips[0] if chips else self.default_chip
 
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """The attribute's link files and libdevice, which upstream links whenever a toolkit is known."""
-        libdevice = toolchain.libdevice(self.toolkit(options, environment))
+        libdevice = cuda.libdevice(self.toolkit(options, environment))
         own = super().predicted_libraries(attr, symbols, ops, lowered, options, environment)
         return own + ([libdevice] if libdevice else [])
 
@@ -51,13 +52,13 @@ class NVVM(Target):
         """Upstream's order: -l files, the attribute's link=[...], then libdevice whenever a toolkit is known."""
         from ..llvm_ops import declared_functions
 
-        libdevice = toolchain.libdevice(self.toolkit(options))
+        libdevice = cuda.libdevice(self.toolkit(options))
         if libdevice:
             return super().libraries(job, module, options) + [Library(libdevice)]
         needs = [name for name in declared_functions(module) if name.startswith("__nv_")]
         if needs:
             raise ToolMissing(f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was "
-                              "found", fix=toolchain.INSTALL["cuda"])
+                              "found", fix=cuda.INSTALL)
         return super().libraries(job, module, options)
 
     def binary_suffixes(self, fmt):
@@ -66,7 +67,7 @@ class NVVM(Target):
     def serialize(self, job, assembly, options, scratch):
         fmt, isa = options.format, assembly.text
         toolkit = self.toolkit(options)
-        ptxas = toolchain.cuda_tool("ptxas", toolkit)
+        ptxas = cuda.cuda_tool("ptxas", toolkit)
         ptx_path = os.path.join(scratch, "kernel.ptx")
         cubin_path = os.path.join(scratch, "kernel.cubin")
         with open(ptx_path, "w", encoding="utf-8") as handle:
@@ -79,7 +80,7 @@ class NVVM(Target):
         with open(cubin_path, "rb") as handle:
             outputs = {"cubin": handle.read()}
         if fmt == "fatbin":
-            fatbinary = toolchain.cuda_tool("fatbinary", toolkit)
+            fatbinary = cuda.cuda_tool("fatbinary", toolkit)
             fatbin_path = os.path.join(scratch, "kernel.fatbin")
             sm = _sm(job.chip)
             run_tool(
@@ -102,7 +103,7 @@ class NVVM(Target):
     def combine(self, jobs, binaries, assemblies, options, scratch):
         """One fatbin: every chip's cubin, plus the PTX of the newest chip (as nvcc does), via fatbinary."""
         bits = "-32" if "-32" in tokenize_cmd_options(options.opts) else "-64"
-        argv = [toolchain.cuda_tool("fatbinary", self.toolkit(options)), bits]
+        argv = [cuda.cuda_tool("fatbinary", self.toolkit(options)), bits]
         for index, (job, binary) in enumerate(zip(jobs, binaries)):
             path = os.path.join(scratch, f"combine{index}.cubin")
             with open(path, "wb") as handle:
@@ -122,7 +123,7 @@ class NVVM(Target):
     def kernel_resources(self, job, isa_path, options, toolkit):
         """`ptxas -v` on the PTX dump with the compile's options: per entry function its registers, barriers,
         shared and constant memory, stack frame and spill bytes."""
-        ptxas = toolchain.cuda_tool("ptxas", toolchain.cuda_toolkit(toolkit or None))
+        ptxas = cuda.cuda_tool("ptxas", cuda.cuda_toolkit(toolkit or None))
         extra = [arg for arg in tokenize_cmd_options(options.get("opts", "") or "") if arg != "-32"]
         argv = [ptxas, "-v", "-arch", job["chip"], "--opt-level", str(job["opt_level"]), *extra, isa_path,
                 "-o", os.devnull]
@@ -180,7 +181,7 @@ def _sm(chip):
 
 
 def _ptxas_fix(chip, ptxas):
-    accepted = toolchain.ptxas_chips(ptxas)
+    accepted = cuda.ptxas_chips(ptxas)
     if accepted and chip not in accepted:
         return (f"this ptxas does not take '{chip}': use {accepted[0]} or newer (in the target attribute, or "
                 f"{hint('chip')} for target-neutral code), or a CUDA toolkit that supports it")

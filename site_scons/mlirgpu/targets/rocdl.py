@@ -8,6 +8,7 @@ import os
 import re
 
 from .. import toolchain
+from . import rocm
 from ..errors import CompileError
 from .bundle import make_bundle
 from .base import COMMON_PARAMETERS, Library, Target, VendorSection, run_tool
@@ -64,7 +65,7 @@ class ROCDL(Target):
     embeds_fat_as = "bundle"
 
     def toolkit(self, options, environment=None):
-        return toolchain.rocm_toolkit(options.toolkit, environment)
+        return rocm.rocm_toolkit(options.toolkit, environment)
 
     def conversion_pass(self, chips):
         """Specialised for the first chip; gpu.printf becomes HIP's hostcall printf (runtime=HIP)."""
@@ -130,7 +131,7 @@ class ROCDL(Target):
         if not needed:
             return user
         toolkit = self.toolkit(options)
-        return user + [Library(toolchain.rocm_library(toolkit, name), _STRIP, True) for name in needed]
+        return user + [Library(rocm.rocm_library(toolkit, name), _STRIP, True) for name in needed]
 
     def binary_suffixes(self, fmt):
         return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
@@ -150,7 +151,7 @@ class ROCDL(Target):
             argv.append(f"-mattr={job.attr.features}")
         run_tool(argv + ["-filetype=obj", asm_path, "-o", obj_path], "assembling the ISA (llvm-mc)", job,
                  names={asm_path: f"{job.stem}.isa"})
-        lld = toolchain.lld(self.toolkit(options))
+        lld = rocm.lld(self.toolkit(options))
         run_tool([lld, "-shared", obj_path, "-o", hsaco_path], "linking the HSACO (ld.lld)", job)
         with open(hsaco_path, "rb") as handle:
             return {"hsaco": handle.read()}
@@ -169,7 +170,7 @@ class ROCDL(Target):
             return amdhsa_kernels(handle.read(), job["chip"])
 
     def tools(self, options, environment=None):
-        return [toolchain.llvm_tool("llvm-mc", environment), toolchain.lld(self.toolkit(options, environment),
+        return [toolchain.llvm_tool("llvm-mc", environment), rocm.lld(self.toolkit(options, environment),
                                                                           environment)]
 
 
