@@ -3,6 +3,9 @@ import re
 
 from . import process, toolchain
 from .errors import CompileError
+from .mlirops import as_builtin_module
+from .mlirtext import Unreadable
+from .process import ToolCrashed
 
 
 def run_mlir_tool(tool, args, source, what, text=None, fix=None):
@@ -36,7 +39,25 @@ def translate_pieces(pieces, source):
     (pieces split by `// -----`).
 
     Line numbers inside a chunk count from its marker, so diagnostics name the file's lines only for normalised
-    pieces (they carry explicit locations); a failing direct piece is re-read through mlir-opt by the caller."""
+    pieces (they carry explicit locations); a failing direct piece is re-read through mlir-opt by the caller.
+
+    mlir-translate 22 crashes verifying atomics (`llvm.cmpxchg`, atomic loads, `atomicrmw xchg`) in a gpu.module
+    that has no enclosing module (their verifiers look up the data layout of the closest `builtin.module`, and
+    find none): when it crashes, the same pieces are translated again as builtin modules with the same
+    attributes and bodies, which give the same LLVM IR (upstream translates the gpu.module inside its file's
+    module)."""
+    try:
+        return _translate(pieces, source)
+    except ToolCrashed:
+        try:
+            retyped = [as_builtin_module(piece) for piece in pieces]
+        except Unreadable:
+            raise CompileError("mlir-translate crashed on a gpu.module whose header cannot be retyped",
+                               file=source) from None
+        return _translate(retyped, source)
+
+
+def _translate(pieces, source):
     joined = "\n// -----".join(text if i == 0 else "\n" + text for i, text in enumerate(pieces))
     args = ["--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-"]
     text = run_mlir_tool("mlir-translate", args, source, "translating to LLVM IR", text=joined)

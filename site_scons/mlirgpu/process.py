@@ -19,6 +19,10 @@ tool_stats = contextvars.ContextVar("mlirgpu_tool_stats", default=None)
 MAX_TIMEOUT = 7 * 24 * 3600
 
 
+class ToolCrashed(CompileError):
+    """A tool was killed by a signal (a crash, not a diagnostic): a caller may know another way round."""
+
+
 def timeout():
     """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week in ASCII
     digits; anything else is an error naming the variable, never a silent default."""
@@ -68,6 +72,6 @@ def run(argv, what, *, input=None):
         except ValueError:
             signame = f"signal {-result.returncode}"
         output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
-        raise CompileError(f"{what}: {name} crashed ({signame})", fix="see the tool's output with -v",
+        raise ToolCrashed(f"{what}: {name} crashed ({signame})", fix="see the tool's output with -v",
                            detail=output + "\nrepro: " + " ".join(argv))
     return result

@@ -23,8 +23,9 @@ from . import source as sources
 from . import store
 from .errors import CompileError
 from .fsutil import read_source
-from .mlirtext import (SYMBOL, Structure, Unreadable, matching_close, read_symbol, skip_space, target_list,
+from .mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
                        value_end)
+from .mlirops import gpu_module_header, header_end, op_spans
 from .planning import check_options, plan, planned_dumps
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
@@ -53,63 +54,25 @@ class Scan:
 
 _ALIAS_DEF = re.compile(r"([#!])([\w$.\-]+)[ \t]*=")
 _TOP_MODULE = re.compile(r"(?:builtin\.)?module\b")
-_GENERIC_OP = re.compile(r'"[A-Za-z_][\w$]*\.[\w$.]+"\s*\(')
+_GENERIC_OP = re.compile(r'"([A-Za-z_][\w$]*\.[\w$.]+)"\s*\(')
+_STRUCTURAL_OPS = {"gpu.module", "builtin.module", "gpu.launch", "gpu.launch_func", "gpu.binary"}
 _LAUNCH = re.compile(r"(?<![\w.$])gpu\.launch(?![\w.$])")
 _OPS = re.compile(r"(?<![\w.$%#!@^])([a-z_][a-z0-9_]*\.[a-z_][\w.]*)")
-
-
-# An op name first on its line (after a result's `%x =`), or right after a `{` or `}` on the same line.
-_CANDIDATE = re.compile(r"(?:^[ \t]*(?:%[^\n={}]*=[ \t]*)?|(?<=[{}])[ \t]*)"
-                        r"([A-Za-z_][\w$]*(?:\.[\w$]+)+|module)(?=[\s@({<\[]|$)", re.M)
-
-
-def _op_spans(st, start, end, depth):
-    """(op name, name start, name end, span end) of each op directly in the region [start, end) at `depth`.
-
-    An op starts with its name (a dotted identifier, or `module`) at the region's depth, first on its line or
-    right after the region's `{`, a previous op's `}`, or a result's `=`."""
-    starts = []
-    for match in _CANDIDATE.finditer(st.masked, start, end):
-        if st.depth_at(match.start(1)) == depth:
-            starts.append((match.group(1), match.start(1), match.end(1)))
-    return [(name, s, e, starts[i + 1][1] if i + 1 < len(starts) else end)
-            for i, (name, s, e) in enumerate(starts)]
-
-
-def _header_end(st, name_end, span_end, depth):
-    """Where an op's header ends: its first `{` at its own depth (region or attribute dictionary)."""
-    pos = st.masked.find("{", name_end, span_end)
-    while pos >= 0 and st.depth_at(pos) != depth:
-        pos = st.masked.find("{", pos + 1, span_end)
-    return span_end if pos < 0 else pos
 
 
 def _gpu_module(st, name_end, aliases, lists):
     """Read `gpu.module @sym [<handler>] [[targets]] [attributes {...}] {` -> (name, targets, handler, body).
     `lists` remembers target lists read in this file by their text (files repeat one list many times)."""
-    clean, masked = st.clean, st.masked
-    pos = skip_space(masked, name_end)
-    name, pos = read_symbol(clean, pos)
-    pos = skip_space(masked, pos)
-    handler = ""
-    if masked.startswith("<", pos):
-        close = matching_close(clean, pos, "<", ">")
-        handler, pos = clean[pos : close + 1], skip_space(masked, close + 1)
+    header = gpu_module_header(st, name_end)
+    handler = st.clean[header.handler[0] : header.handler[1]] if header.handler else ""
     targets = ()
-    if masked.startswith("[", pos):
-        close = matching_close(clean, pos, "[", "]")  # the list only, which is short
-        written = clean[pos : close + 1]
+    if header.targets:
+        written = st.clean[header.targets[0] : header.targets[1]]
         if written not in lists:
-            lists[written] = tuple(TargetAttr(*item) for item in target_list(clean, pos, aliases, target_for_attribute)[0])
-        targets, pos = lists[written], skip_space(masked, close + 1)
-    if masked.startswith("attributes", pos):
-        pos = skip_space(masked, pos + len("attributes"))
-        if not masked.startswith("{", pos):
-            raise Unreadable("gpu.module attributes")
-        pos = skip_space(masked, st.closing[pos] + 1)
-    if not masked.startswith("{", pos):
-        raise Unreadable("gpu.module body")
-    return name, targets, handler, pos
+            lists[written] = tuple(TargetAttr(*item) for item in target_list(st.clean, header.targets[0], aliases,
+                                                                             target_for_attribute)[0])
+        targets = lists[written]
+    return header.name, targets, handler, header.body
 
 
 def _body_facts(st, start, end):
@@ -123,8 +86,6 @@ def scan_text(text):
     """The Scan of a source's text; raises Unreadable where mlir-opt must decide."""
     st = Structure(text)
     clean, masked = st.clean, st.masked
-    if _GENERIC_OP.search(clean):
-        raise Unreadable("generic operation syntax")
     aliases = {}
     pos = skip_space(masked, 0)
     while pos < len(masked):
@@ -165,16 +126,29 @@ def scan_text(text):
             region, child_depth = (head + 1, body_end), 1
     if not explicit:  # an implicit module holds every top-level op
         region, child_depth = (pos, region_end), 0
-    return _children(st, region, child_depth, aliases, explicit and top_attributes in ("", "gpu.container_module"),
+    scan = _children(st, region, child_depth, aliases, explicit and top_attributes in ("", "gpu.container_module"),
                      prelude_end, body_end + 1 if explicit else -1)
+    _check_generic_ops(clean, scan.modules)
+    return scan
+
+
+def _check_generic_ops(clean, modules):
+    """Ops in generic syntax (`"llvm.intr.ctlz"(...)`, as mlir-opt prints some) are read only inside gpu.modules
+    that carry targets, where nothing the scan reports depends on them (structure comes from braces, the symbols
+    a module names from `@` references). Elsewhere they could be the modules, functions and launches the scan
+    reads in custom syntax: mlir-opt decides."""
+    inside = [(module.start, module.end) for module in modules if module.targets and module.start >= 0]
+    for match in _GENERIC_OP.finditer(clean):
+        if match.group(1) in _STRUCTURAL_OPS or not any(start <= match.start() < end for start, end in inside):
+            raise Unreadable("generic operation syntax")
 
 
 def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
     clean, masked = st.clean, st.masked
     modules, symbols, order, lists = [], set(), [], {}
     only_targeted_modules = plain_top
-    for op, _start, name_end, span_end in _op_spans(st, region[0], region[1], depth):
-        header_end = _header_end(st, name_end, span_end, depth)
+    for op, _start, name_end, span_end in op_spans(st, region[0], region[1], depth):
+        head_end = header_end(st, name_end, span_end, depth)
         if op == "gpu.module":
             name, targets, handler, body = _gpu_module(st, name_end, aliases, lists)
             end = st.closing[body] + 1
@@ -186,12 +160,12 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
         only_targeted_modules = False
         if op in ("module", "builtin.module") and "gpu.module" in masked[name_end:span_end]:
             raise Unreadable("gpu.modules inside a nested module")
-        symbol = SYMBOL.search(clean, name_end, header_end)
+        symbol = SYMBOL.search(clean, name_end, head_end)
         owner = None
         if symbol:
             owner = read_symbol(clean, symbol.start())[0]
             symbols.add(owner)
-        for launch in _LAUNCH.finditer(masked, header_end, span_end):
+        for launch in _LAUNCH.finditer(masked, head_end, span_end):
             region_open = masked.find("{", launch.end(), span_end)
             if region_open < 0 or "@" in masked[launch.end() : region_open]:
                 raise Unreadable("gpu.launch naming its module or function")
