@@ -23,17 +23,18 @@ def _sha(path):
 def examples(tmp_path_factory):
     work = tmp_path_factory.mktemp("examples") / "repo"
     shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "build", "tests", "*.dblite"))
-    for target in ("nvvm", "rocdl"):
+    for target in ("nvvm", "rocdl", "xevm"):
         scons(work, f"GPU_TARGET={target}", "DUMP=1", "gpu-artifacts")
     return work
 
 
-@pytest.mark.parametrize("target", ["nvvm", "rocdl"])
+@pytest.mark.parametrize("target", ["nvvm", "rocdl", "xevm"])
 def test_manifest_matches_files_and_tools(examples, target):
     folder = examples / "build" / target
     manifest = json.loads((folder / "gpu-manifest.json").read_text())
     assert manifest["schema"] == "scons-mlir-gpu/manifest" and manifest["version"] == 1
     assert {"mlirgpu", "mlir", "llvmlite"} <= set(manifest["toolchain"])
+    assert "LLVM version 22" in manifest["toolchain"]["mlir"], manifest["toolchain"]["mlir"]
     sources = {obj["source"] for obj in manifest["objects"]}
     assert len(sources) == 5
     kernels = 0
@@ -47,6 +48,11 @@ def test_manifest_matches_files_and_tools(examples, target):
             isa = folder / job["intermediates"]["isa"]["path"]
             if job["target"] == "nvvm":
                 expected = _ptxas_registers(isa, job["chip"], job["opt_level"])
+            elif job["target"] == "xevm":  # kernels from spirv-dis of the binary; no registers before the driver
+                spirv = subprocess.run(["spirv-dis", str(folder / job["intermediates"]["spv"]["path"])],
+                                       capture_output=True, text=True, check=True).stdout
+                expected = dict.fromkeys(re.findall(r'OpEntryPoint Kernel %\S+ "([^"]+)"', spirv))
+                assert expected
             else:
                 expected = dict(re.findall(r"\.amdhsa_kernel (\S+)\n.*?\.amdhsa_next_free_vgpr (\d+)",
                                            isa.read_text(), re.S))
@@ -54,7 +60,10 @@ def test_manifest_matches_files_and_tools(examples, target):
             assert {k["name"]: k["registers"] for k in job["kernels"]} == expected
             kernels += len(job["kernels"])
     assert kernels >= 8
-    assert "| registers |" in (folder / "gpu-report.md").read_text()
+    report = (folder / "gpu-report.md").read_text()
+    assert "| registers |" in report
+    assert ("| n/a | n/a | n/a | n/a |" in report) == (target == "xevm")
+    assert "<svg" in (folder / "gpu-report.html").read_text()
 
 
 def _ptxas_registers(ptx, chip, level):

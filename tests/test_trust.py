@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -220,6 +221,22 @@ def test_leftover_temporary_files_are_removed(tmp_path):
     (project / "plain.mlir").write_text((project / "plain.mlir").read_text() + "\n")
     build(project)
     assert not any(leftover.exists() for leftover in leftovers)
+
+
+def test_a_shared_dump_folder_keeps_the_temp_files_of_other_compiles(tmp_path):
+    """Meson's layout: objects share one dump folder, each with a prefix. A compile removes the leftovers of its
+    own files only, never the temp file another compile is writing at that moment."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "a.mlir", "gfx942", 3)
+    folder = tmp_path / "build"
+    folder.mkdir()
+    own = folder / ".a.saxpy_rocdl.isa.mlirgpu-tmp-1"
+    others = folder / ".b.saxpy_rocdl.isa.mlirgpu-tmp-2"
+    for leftover in (own, others):
+        leftover.write_text("half a file")
+    subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(folder / "a.o"),
+                    "--dump-intermediates", str(folder), "--dump-prefix", "a."], check=True)
+    assert not own.exists() and others.exists()
+    assert (folder / "a.saxpy_rocdl.isa").exists()
 
 
 def test_damaged_caches_only_cost_time(tmp_path):

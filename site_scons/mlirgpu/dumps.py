@@ -28,7 +28,11 @@ def project_path(path):
 
 
 class DumpFolder:
-    def __init__(self, options, source):
+    """The dump folder of one compile. `planned`: the names (with the dump prefix) it will write; only their
+    leftover temp files are removed, since other compiles may share the folder (Meson: one build folder, a
+    prefix per object) and be writing theirs."""
+
+    def __init__(self, options, source, planned):
         self.folder = options.dump_dir
         self.prefix = options.dump_prefix
         self.source = source
@@ -40,7 +44,7 @@ class DumpFolder:
         except OSError as exc:
             raise CompileError(f"cannot write the dump folder '{self.folder}': {exc.strerror}", file=source,
                                fix=f"choose a writable {hint('dump_dir')} folder") from exc
-        remove_stale_temps([], whole_folders=[self.folder])
+        remove_stale_temps([os.path.join(self.folder, name) for name in planned])
         self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
         self.previous = _previous_dumps(self.record_path, project_path(source))
         remove_quietly(self.record_path)

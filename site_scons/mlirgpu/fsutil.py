@@ -80,15 +80,13 @@ def remove_quietly(path):
         pass
 
 
-def remove_stale_temps(paths, whole_folders=()):
-    """Remove temp files that interrupted writes of `paths` left, and every leftover temp file in
-    `whole_folders` (folders only we write, such as a dump folder). One listing per folder."""
+def remove_stale_temps(paths):
+    """Remove temp files that interrupted writes of `paths` left (never another file's: a folder may be shared
+    by compiles running now). One listing per folder."""
     wanted = {}
     for path in paths:
         folder, name = os.path.split(os.path.abspath(path))
         wanted.setdefault(folder, set()).add(name)
-    for folder in whole_folders:
-        wanted[os.path.abspath(folder)] = None
     for folder, names in wanted.items():
         try:
             entries = os.listdir(folder)
@@ -97,7 +95,7 @@ def remove_stale_temps(paths, whole_folders=()):
         for entry in entries:
             if not entry.startswith(".") or TEMP_MARK not in entry:
                 continue
-            if names is None or entry[1:].rsplit(TEMP_MARK, 1)[0] in names:
+            if entry[1:].rsplit(TEMP_MARK, 1)[0] in names:
                 remove_quietly(os.path.join(folder, entry))
 
 

@@ -79,7 +79,8 @@ def tool_identities(options, environment=None):
             continue
         if path and os.path.isfile(path):
             identities.setdefault(os.path.basename(path), toolchain.identity(path))
-    identities["mlir"] = identities.get("mlir-opt", "missing")
+    # The MLIR release under one name whatever the tool is called (Debian's is mlir-opt-22).
+    identities["mlir"] = next((value for key, value in identities.items() if key.startswith("mlir-opt")), "missing")
     return identities
 
 
