@@ -66,5 +66,16 @@ def instantiate(src, dst, chip="", opt_level=""):
     return str(dst)
 
 
+def neutral_targets(path, default=("nvvm", "rocdl", "xevm")):
+    """The targets a target-neutral corpus file is lowered for: its `// identity-targets:` line, else all."""
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("//"):
+                break
+            if line.startswith("// identity-targets:"):
+                return tuple(line.split(":", 1)[1].split())
+    return default
+
+
 def have(program):
     return shutil.which(program) is not None

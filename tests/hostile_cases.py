@@ -58,6 +58,18 @@ module attributes {{gpu.container_module}} {{
   }}
 }}
 """
+WORKGROUP = """\
+module attributes {gpu.container_module} {
+  gpu.module @wg {
+    gpu.func @k(%a: memref<?xf32>) workgroup(%tile: memref<64xf32, #gpu.address_space<workgroup>>) kernel {
+      %t = gpu.thread_id x
+      %v = memref.load %a[%t] : memref<?xf32>
+      memref.store %v, %tile[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+  }
+}
+"""
 SUBGROUP = """\
 module attributes {gpu.container_module} {
   gpu.module @m {
@@ -235,6 +247,18 @@ CASES = {
                                              expected="test-gpu-subgroup-reduce-lowering", line=6),
     "kernel_name_ptx_cannot_hold": Case("mlir", kernel().replace("llvm.func @k(", 'llvm.func @"k|x"('), (), {},
                                         expected="LLVM crashed", line=2),
+    "xevm_triple_not_spirv": Case("mlir", kernel('#xevm.target<triple = "nvptx64-nvidia-cuda">', kind="xevm"), (),
+                                  {}, expected="unsupported XeVM target triple", line=2),
+    "xevm_link_not_its_parameter": Case("mlir", kernel('#xevm.target<link = ["a.bc"]>', kind="xevm"), (), {},
+                                        expected="link", line=2),
+    "xevm_needs_an_extension": Case("mlir", kernel('#xevm.target<O = 0>', kind="xevm", body=(
+        "%n = llvm.ptrtoint %p : !llvm.ptr<1> to i64\n      %a = llvm.alloca %n x f32 : (i64) -> !llvm.ptr\n"
+        "      llvm.store %x, %a : f32, !llvm.ptr")), (), {}, expected="SPV_INTEL_variable_length_array", line=2),
+    "xevm_workgroup_attribution": Case("mlir", WORKGROUP, ("--target", "xevm"), {"GPU_TARGET": "xevm"},
+                                       expected="no XeVM lowering for workgroup memory", line=6),
+    "xevm_shuffle_without_sub_group_size": Case("mlir", corpus("rowsum_scf.neutral.mlir", ""), ("--target", "xevm"),
+                                                {"GPU_TARGET": "xevm"}, expected="intel_reqd_sub_group_size = 16",
+                                                line=29),
     # Missing tools and libraries: which package to install.
     "missing_cuda_toolkit": Case("tools", kernel(), ("--format", "bin", "--toolkit", EMPTY),
                                  {"GPU_FORMAT": "bin", "GPU_TOOLKIT": EMPTY}, expected="pip install nvidia-cuda-nvcc"),

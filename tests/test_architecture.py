@@ -85,7 +85,7 @@ def test_a_target_defined_outside_the_package(tmp_path):
     assert "up to date" in subprocess.run([SCONS, "-Q", "GPU_TARGET=toy", "DUMP=1"], cwd=project,
                                           capture_output=True, text=True, env=ENV).stdout
     help_text = subprocess.run([SCONS, "-h"], cwd=project, capture_output=True, text=True, env=ENV).stdout
-    assert re.search(r"^GPU_TARGET: .*\(\|nvvm\|rocdl\|toy\)", help_text, re.M)
+    assert re.search(r"^GPU_TARGET: .*\(\|nvvm\|rocdl\|xevm\|toy\)", help_text, re.M)
 
 
 def test_a_plugin_that_cannot_load_is_one_line(tmp_path):

@@ -22,7 +22,7 @@ GPU = """\
 import mlirgpu
 env = Environment(tools=["default", "mlirgpu"], toolpath=[mlirgpu.TOOLPATH], GPU_TARGET="nvvm", CPPPATH=["."],
                   CCFLAGS=["-O2", "-Wall"])
-env.SetDefault(GPU_CHIP={"nvvm": "sm_80", "rocdl": "gfx942"}[env.GpuSetting("GPU_TARGET")])
+env.SetDefault(GPU_CHIP={"nvvm": "sm_80", "rocdl": "gfx942", "xevm": "pvc"}[env.GpuSetting("GPU_TARGET")])
 env.StaticLibrary("gpukernels", ["kernels.mlir", "info.c"])
 env.SharedLibrary("gpukernels", ["kernels.mlir", "info.c"])
 """
@@ -50,7 +50,7 @@ def products(path):
     return [name for name in files(path) if name.startswith("build/")]
 
 
-@pytest.mark.parametrize("target", ["rocdl", "nvvm"])
+@pytest.mark.parametrize("target", ["rocdl", "nvvm", "xevm"])
 def test_real_project_builds_runs_null_builds_and_cleans(tmp_path, target):
     path = project(tmp_path / "p")
     first = scons(path, f"GPU_TARGET={target}", "DUMP=1")

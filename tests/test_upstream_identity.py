@@ -1,11 +1,14 @@
 """Byte-identity with upstream: our dumps against `mlir-opt --gpu-module-to-binary` on the corpus.
 
-For every corpus file, chip (sm_80, sm_90, gfx90a, gfx942) and O level (0, 3): the ISA, cubin, fatbin and HSACO
-we dump equal upstream's `format=isa|bin|fatbin` objects byte for byte, and our `opt.ll` equals upstream's
-`format=llvm` bitcode (both printed by llvm-dis).
+For every corpus file, chip (sm_80, sm_90, gfx90a, gfx942, pvc, bmg) and O level (0, 3): the ISA, cubin, fatbin,
+HSACO and SPIR-V we dump equal upstream's `format=isa|bin|fatbin` objects byte for byte, and our `opt.ll` equals
+upstream's `format=llvm` bitcode (both printed by llvm-dis). Upstream's XeVM assembly object is the text with a
+NUL; every SPIR-V binary passes `spirv-val`, and what we embed for XeVM's format isa is upstream's object plus the
+NUL its host glue adds.
 
 A corpus file may narrow or widen its cases with comment lines at its top:
   // identity-chips: gfx942            only these chips (files without @CHIP@ run once per O level)
+  // identity-targets: nvvm rocdl      a target-neutral file is lowered for these targets only
   // identity-variant: NAME opts=TEXT  also compile with gpu-module-to-binary's `opts` (our --opts)
   // identity-variant: NAME l=FILE     also link FILE (upstream's `l`, our -l); @DATA@ as in the module
 `@DATA@` is the folder of bitcode built from tests/corpus/data/*.ll.
@@ -13,15 +16,20 @@ A corpus file may narrow or widen its cases with comment lines at its top:
 import glob
 import os
 import re
+import subprocess
 
 import pytest
 
 import oracle
-from conftest import CORPUS, corpus_data, instantiate
+from conftest import CORPUS, corpus_data, instantiate, neutral_targets
 from mlirgpu import CompileOptions, compile_file
 
-CHIPS = {"nvvm": ("sm_80", "sm_90"), "rocdl": ("gfx90a", "gfx942")}
-FORMATS = {"nvvm": ("isa", "bin", "fatbin"), "rocdl": ("isa", "bin")}
+CHIPS = {"nvvm": ("sm_80", "sm_90"), "rocdl": ("gfx90a", "gfx942"), "xevm": ("pvc", "bmg")}
+FORMATS = {"nvvm": ("isa", "bin", "fatbin"), "rocdl": ("isa", "bin"), "xevm": ("isa", "bin", "fatbin")}
+OURS_FORMAT = {"nvvm": "fatbin", "rocdl": "bin", "xevm": "bin"}
+SUFFIX = {"nvvm": {"isa": "isa", "bin": "cubin", "fatbin": "fatbin"}, "rocdl": {"isa": "isa", "bin": "hsaco"},
+          "xevm": {"isa": "isa", "bin": "spv", "fatbin": "spv"}}
+ISA_OBJECT_TAIL = {"xevm": b"\0"}  # upstream's XeVM serializer keeps the assembly's NUL in the object
 LEVELS = (0, 3)
 
 
@@ -48,12 +56,13 @@ def _cases():
         with open(path, encoding="utf-8") as handle:
             fixed = "@CHIP@" not in handle.read()
         chips, variants = _directives(path)
+        targets = neutral_targets(path, tuple(CHIPS))
         for level in LEVELS:
             for variant, opts, libs in variants:
                 label = "" if variant == "default" else f"-{variant}"
                 if family == "neutral":
-                    for target, target_chips in CHIPS.items():
-                        for chip in chips or target_chips:
+                    for target in targets:
+                        for chip in chips or CHIPS[target]:
                             yield pytest.param(path, target, chip, level, opts, libs,
                                                id=f"{name}-{chip}-O{level}{label}")
                 elif fixed:
@@ -65,6 +74,10 @@ def _cases():
 
 def _pipeline(target, chip, level):
     attach = f"{target}-attach-target{{chip={chip} O={level}}}"
+    if target == "xevm":  # the SPIR-V conversion before scf-to-cf, convert-to-llvm inside the gpu.module
+        return (f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, gpu.module(convert-gpu-to-llvm-spv"
+                "{use-64bit-index=true}, convert-xevm-to-llvm, convert-scf-to-cf, convert-to-llvm, canonicalize, cse, "
+                "reconcile-unrealized-casts), convert-scf-to-cf)")
     convert = "convert-gpu-to-nvvm" if target == "nvvm" else f"convert-gpu-to-rocdl{{chipset={chip} runtime=HIP}}"
     return (f"builtin.module(gpu-kernel-outlining, {attach}, lower-affine, convert-scf-to-cf, "
             f"gpu.module({convert}, canonicalize, cse, reconcile-unrealized-casts))")
@@ -77,12 +90,12 @@ def _read(path):
 
 @pytest.mark.parametrize("path,target,chip,level,opts,libs", list(_cases()))
 def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root):
-    toolkit = cuda_root if target == "nvvm" else rocm_root
+    toolkit = {"nvvm": cuda_root, "rocdl": rocm_root}.get(target, "")
     source = instantiate(path, tmp_path / os.path.basename(path), chip, level)
     libs = tuple(lib.replace("@DATA@", corpus_data()) for lib in libs)
     neutral = path.endswith(".neutral.mlir")
     dumps = tmp_path / "dumps"
-    ours_format = "fatbin" if target == "nvvm" else "bin"
+    ours_format = OURS_FORMAT[target]
     options = CompileOptions(format=ours_format, toolkit=toolkit, dump_dir=str(dumps),
                              target=target if neutral else "", chip=chip if neutral else "",
                              opt_level=level if neutral else None, opts=opts, link_libs=libs)
@@ -90,12 +103,12 @@ def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_
     stems = [job.stem for job in result.jobs]
     pipeline = _pipeline(target, chip, level) if neutral else None
 
-    suffix = {"isa": "isa", "bin": "cubin" if target == "nvvm" else "hsaco", "fatbin": "fatbin"}
+    suffix = SUFFIX[target]
     for fmt in FORMATS[target]:
         upstream = oracle.upstream_objects(source, fmt, toolkit, pipeline, opts=opts, libs=libs)
         assert len(upstream) == len(stems), f"{fmt}: upstream made {len(upstream)} objects, we {len(stems)}"
         for stem, (attr, blob) in zip(stems, upstream):
-            ours = _read(dumps / f"{stem}.{suffix[fmt]}")
+            ours = _read(dumps / f"{stem}.{suffix[fmt]}") + (ISA_OBJECT_TAIL.get(target, b"") if fmt == "isa" else b"")
             assert ours == blob, f"{stem}.{suffix[fmt]} differs from upstream format={fmt} for {attr}"
 
     upstream = oracle.upstream_objects(source, "llvm", toolkit, pipeline, opts=opts, libs=libs)
@@ -103,3 +116,12 @@ def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_
         theirs = oracle.strip_module_id(oracle.disassemble(bitcode, tmp_path, stem))
         ours = oracle.strip_module_id(oracle.normalised_ir(str(dumps / f"{stem}.opt.ll"), tmp_path))
         assert ours == theirs, f"{stem}.opt.ll differs from upstream format=llvm for {attr}"
+
+    if target == "xevm":
+        for stem in stems:
+            checked = subprocess.run(["spirv-val", str(dumps / f"{stem}.spv")], capture_output=True, text=True)
+            assert checked.returncode == 0, f"{stem}.spv: spirv-val: {checked.stdout}{checked.stderr}"
+        embedded = compile_file(source, CompileOptions(format="isa", target=options.target, chip=options.chip,
+                                                       opt_level=options.opt_level, opts=opts, link_libs=libs))
+        upstream = oracle.upstream_objects(source, "isa", toolkit, pipeline, opts=opts, libs=libs)
+        assert [item.data for item in embedded.binaries] == [blob + b"\0" for _attr, blob in upstream]

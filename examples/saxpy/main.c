@@ -20,14 +20,16 @@ int main(void) {
   uint64_t size = saxpy_module_binary_size;
   static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
   static const unsigned char fatbin[4] = {0x50, 0xed, 0x55, 0xba}; /* 0xBA55ED50, little endian */
+  static const unsigned char spirv[4] = {0x03, 0x02, 0x23, 0x07};  /* SPIR-V magic 0x07230203 */
   int is_elf = size > 64 && memcmp(bin, elf, 4) == 0;
   int is_fatbin = size > 16 && memcmp(bin, fatbin, 4) == 0;
-  const char *kind = is_elf ? "ELF (cubin/HSACO)" : is_fatbin ? "fatbin" : "text (ISA)";
+  int is_spirv = size > 20 && size % 4 == 0 && memcmp(bin, spirv, 4) == 0;
+  const char *kind = is_elf ? "ELF (cubin/HSACO)" : is_fatbin ? "fatbin" : is_spirv ? "SPIR-V" : "text (ISA)";
   if (size == 0 || ((uintptr_t)bin % 8) != 0) {
     fprintf(stderr, "saxpy: bad embedded binary (size %llu)\n", (unsigned long long)size);
     return 1;
   }
-  if (!is_elf && !is_fatbin && bin[size - 1] != '\0') {
+  if (!is_elf && !is_fatbin && !is_spirv && bin[size - 1] != '\0') {
     fprintf(stderr, "saxpy: ISA text is not NUL-terminated\n");
     return 1;
   }

@@ -12,13 +12,14 @@ int main(void) {
   static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
   static const unsigned char fatbin[4] = {0x50, 0xed, 0x55, 0xba};  /* NVIDIA fatbin; AMD: an offload bundle */
   static const char bundle[] = "__CLANG_OFFLOAD_BUNDLE__";
+  static const unsigned char spirv[4] = {0x03, 0x02, 0x23, 0x07};  /* Intel (XeVM): a SPIR-V module */
   if (blend_binary_size == 0 || blend_binary_size != gpukernels_blend_size() ||
       blend_binary != gpukernels_blend_data()) {
     fprintf(stderr, "show_kernels: the header and the library disagree\n");
     return 1;
   }
   if (memcmp(blend_binary, elf, 4) != 0 && memcmp(blend_binary, fatbin, 4) != 0 &&
-      memcmp(blend_binary, bundle, sizeof bundle - 1) != 0) {
+      memcmp(blend_binary, bundle, sizeof bundle - 1) != 0 && memcmp(blend_binary, spirv, 4) != 0) {
     fprintf(stderr, "show_kernels: not a GPU binary\n");
     return 1;
   }

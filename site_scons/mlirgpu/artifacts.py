@@ -269,17 +269,23 @@ def markdown_report(manifest, changes=None, broken=()):
               "|---|---|---|---|---|---:|---:|---:|---:|---:|"]
     for key, kernel in sorted(kernel_rows(manifest).items()):
         occupancy = kernel.get("occupancy")
-        lines.append(f"| {' | '.join(md(part) for part in key)} | {kernel['registers']} | "
-                     f"{kernel['spills']} | {kernel['shared_bytes']} | {kernel['local_bytes']} | "
-                     f"{'' if occupancy is None else occupancy} |")
+        lines.append(f"| {' | '.join(md(part) for part in key)} | "
+                     + " | ".join(_cell(kernel.get(metric)) for metric in METRICS) + f" | {_cell(occupancy, '')} |")
     return "\n".join(lines) + "\n"
 
 
+def _cell(value, absent="n/a"):
+    """A report cell: the number, or `absent` where the target has no such resource (SPIR-V has no
+    registers before the driver compiles it)."""
+    return absent if value is None else str(value)
+
+
 def _chart(rows):
-    """An inline SVG bar chart of registers (blue) and spills (red) per kernel."""
+    """An inline SVG bar chart of registers (blue) and spills (red) per kernel (kernels without them: no bar)."""
     bar_height, gap, label_width, width = 14, 8, 360, 760
-    scale_max = max([kernel["registers"] for kernel in rows.values()] + [kernel["spills"] for kernel in rows.values()]
-                    + [1])
+    rows = {key: kernel for key, kernel in rows.items() if kernel.get("registers") is not None}
+    scale_max = max([kernel["registers"] for kernel in rows.values()]
+                    + [kernel["spills"] or 0 for kernel in rows.values()] + [1])
     height = max(1, len(rows)) * (2 * bar_height + gap) + 40
     parts = [f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'role="img" aria-label="registers and spills per kernel">',
@@ -291,7 +297,7 @@ def _chart(rows):
         label = html.escape(f"{key[4]} ({key[2]} {key[3]})")
         parts.append(f'<text x="{label_width - 6}" y="{y + bar_height}" font-size="11" text-anchor="end">{label}</text>')
         for metric, color in (("registers", "#1f5fbf"), ("spills", "#c0392b")):
-            value = kernel[metric]
+            value = kernel[metric] or 0
             length = (width - label_width - 60) * value / scale_max
             parts.append(f'<rect x="{label_width}" y="{y}" width="{length:.1f}" height="{bar_height - 2}" '
                          f'fill="{color}"><title>{metric}: {value}</title></rect>')
@@ -319,8 +325,7 @@ def html_report(manifest, changes=None, broken=()):
     body += ["<h2>Kernels</h2>", "<table><tr><th>source</th><th>module</th><th>target</th><th>chip</th>"
              "<th>kernel</th><th>registers</th><th>spills</th><th>shared</th><th>local</th><th>occupancy</th></tr>"]
     for key, kernel in sorted(rows.items()):
-        cells = list(key) + [kernel["registers"], kernel["spills"], kernel["shared_bytes"], kernel["local_bytes"],
-                             "" if kernel.get("occupancy") is None else kernel["occupancy"]]
+        cells = list(key) + [_cell(kernel.get(metric)) for metric in METRICS] + [_cell(kernel.get("occupancy"), "")]
         body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     body.append("</table>")
     style = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}"

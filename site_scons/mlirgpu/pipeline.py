@@ -83,7 +83,8 @@ def run_job(compile_, job, llvm_ir):
         except CompileError as exc:
             raise exc.located(job.source, job.module.line)
         except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
-            raise CompileError(f"{where}: {exc}", file=job.source, line=job.module.line) from exc
+            raise CompileError(f"{where}: {exc}", file=job.source, line=job.module.line,
+                               fix=job.target.failure_fix(str(exc))) from exc
         compile_.timed(stage.suffix, started)
         compile_.on_stage(job, stage.suffix, output)
         if stage.suffix == "isa":
@@ -94,9 +95,10 @@ def run_job(compile_, job, llvm_ir):
 
 
 def _job_bytes(job, output, fmt):
-    """What upstream embeds for one job: ISA text plus a NUL, or the target's binary for the format."""
+    """What upstream embeds for one job: the target's assembly object plus the NUL SelectObject adds, or the
+    target's binary for the format."""
     if fmt == "isa":
-        return output.assembly.text.encode("utf-8") + b"\0"
+        return job.target.assembly_object(output.assembly.text) + b"\0"
     return output.binaries[job.target.binary_suffixes(fmt)[-1]]
 
 
@@ -147,7 +149,7 @@ def _gpu_binary(module, jobs, outputs, options):
                       if entries else "")
         data = _job_bytes(job, outputs[job.id], options.format)
         if options.format == "isa":
-            data = data[:-1]  # the object holds the text; the host translation adds the NUL
+            data = data[:-1]  # the object as the serializer made it; the host translation adds the NUL
         objects.append(f"#gpu.object<{job.attr.text}, {properties}{kind}\"{hex_escaped(data)}\">")
     symbol = SYMBOL.search(module.text, module.text.index("gpu.module")).group(1)
     handler = f" {module.handler}" if module.handler else ""
@@ -222,9 +224,10 @@ def _compile(source, options, output, pretranslated, report):
     loaded = direct_source(source, options) or sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
     warnings = _check_layout(loaded, jobs, options)
-    check_output_roles(source, output, options, planned_dumps(loaded.modules, options, loaded.has_host_code))
+    planned = planned_dumps(loaded.modules, options, loaded.has_host_code)
+    check_output_roles(source, output, options, planned)
     timings["split"] = time.perf_counter() - started
-    dumps = DumpFolder(options, source) if options.dump_dir else None
+    dumps = DumpFolder(options, source, planned) if options.dump_dir else None
     started = time.perf_counter()
     caller_tools = []  # tools run for this compile outside this process
     try:

@@ -95,10 +95,37 @@ def lower(path, target, chips, features, opt_level, pipeline=""):
                 suggested = target.lowering_pipeline(chips, features, opt_level, before_all=_BUFFERIZE)
             else:
                 suggested = None
-            exc.fix = (f"lower it with your own pipeline: {hint('lowering', suggested)}" if suggested else
-                       f"the built-in lowering takes gpu, arith, math, memref, scf, cf and affine code; give your "
-                       f"own pipeline with {hint('lowering')}")
+            exc.fix = (target.lowering_fix(op, "") or
+                       (f"lower it with your own pipeline: {hint('lowering', suggested)}" if suggested else _OWN_PIPELINE))
         raise
+
+
+_OWN_PIPELINE = ("the built-in lowering takes gpu, arith, math, memref, scf, cf and affine code; give your own "
+                 f"pipeline with {hint('lowering')}")
+_OP_AT_LINE_START = re.compile(r"^[ \t]*(?:%[^=\n]*=[ \t]*)?([a-z_][\w$]*)\.([\w$.]+)", re.M)
+_LOC_IN_LINE = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)')
+
+
+def check_lowered(modules, target, path):
+    """Raise for the first op the built-in lowering left in a gpu.module that mlir-translate cannot translate
+    (anything but the LLVM dialect and the targets' own dialects), at the source line of its location: otherwise
+    translation fails with a message about the lowered text's own lines."""
+    translatable = {"llvm"} | {known.attribute.split(".")[0] for known in TARGETS.values()}
+    for module in modules:
+        body = module.text.split("\n", 1)[-1]  # after the gpu.module line
+        left = [match for match in _OP_AT_LINE_START.finditer(body) if match.group(1) not in translatable]
+        if not left:
+            continue
+        # An op of the source's dialects says more than the casts the conversion left around it.
+        match = next((found for found in left if found.group(1) != "builtin"), left[0])
+        op = f"{match.group(1)}.{match.group(2)}"
+        end = body.find("\n", match.end())
+        line_text = body[match.start() : end if end >= 0 else len(body)]
+        locations = _LOC_IN_LINE.findall(line_text)
+        raise CompileError(f"the built-in lowering for {target.name} left '{op}' in gpu.module @{module.name}, "
+                           "which cannot be translated to LLVM IR", file=path,
+                           line=int(locations[-1]) if locations else module.line,
+                           fix=target.lowering_fix(op, line_text) or _OWN_PIPELINE)
 
 
 def lowering_needed(text, modules):
@@ -222,6 +249,8 @@ def load(path, options):
         # Modules that had no target are the build target's jobs, whatever attribute it attaches.
         modules = [original.get(m.name) or replace(m, targets=tuple(replace(attr, target=target) for attr in m.targets))
                    for m in split(lowered, path)]
+        if not options.lowering:
+            check_lowered([m for m in modules if m.name not in original], target, path)
         # Modules that had targets keep them as written (attach-target would have appended one).
         text = replace_modules(lowered, {m.name: m.text for m in modules})
     container = ""

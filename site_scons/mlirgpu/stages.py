@@ -2,7 +2,8 @@
 
 Each stage is a function from the previous stage's output to its own, named after the dump it produces:
 
-    initial.ll  mlir-translate's LLVM IR, parsed; triple and data layout from the target machine
+    initial.ll  mlir-translate's LLVM IR (as the target's serializer amends it), parsed; triple and data
+                layout from the target machine
     linked.ll   the target's pre-link step, then its libraries linked only-needed and internalized
     opt.ll      LLVM's default pipeline at the target's O level
     isa         the target's assembly (PTX, AMDGCN, SPIR-V text)
@@ -23,7 +24,7 @@ from .options import hint
 @dataclass(frozen=True)
 class Assembly:
     """The `isa` stage's output: the assembly text (the dump) and the module it came from (a serializer may
-    emit the binary from the module, as XeVM's does)."""
+    emit the binary from the module, as a SPIR-V serializer does)."""
 
     text: str
     module: object
@@ -36,7 +37,11 @@ def _initial(compile_, job, llvm_ir):
     from . import llvm_ops
 
     attr = job.attr
-    return llvm_ops.parse(llvm_ir, attr.triple, attr.chip, attr.features, attr.opt_level)
+    targets = job.module.targets
+    for earlier in targets[: targets.index(attr) + 1]:  # upstream's serializers change the gpu.module in place
+        llvm_ir = earlier.target.edit_translation(job.module, llvm_ir)
+    cpu, features = job.target.machine_cpu(attr)
+    return llvm_ops.parse(llvm_ir, attr.triple, cpu, features, attr.opt_level)
 
 
 def _linked(compile_, job, module):
@@ -62,7 +67,7 @@ def _opt(compile_, job, module):
 def _isa(compile_, job, module):
     from . import llvm_ops
 
-    return Assembly(llvm_ops.emit_assembly(module), module)
+    return Assembly(llvm_ops.emit_assembly(module, job.target.isolated_codegen), module)
 
 
 def _binary(compile_, job, assembly):

@@ -1,4 +1,5 @@
 // Target-neutral: scf.for strided loop, workgroup memory attribution, gpu.barrier and gpu.shuffle xor tree; one 64-thread block per row.
+// identity-targets: nvvm rocdl
 module attributes {gpu.container_module} {
   gpu.module @rowsum_scf_neutral {
     // sums[row] = sum_j m[row, j]; launched with 64 threads per block, one block per row.

@@ -12,8 +12,9 @@ import os
 from .base import Target, TargetAttr
 from .nvvm import NVVM
 from .rocdl import ROCDL
+from .xevm import XeVM
 
-BUILT_IN = (NVVM(), ROCDL())
+BUILT_IN = (NVVM(), ROCDL(), XeVM())
 TARGETS = {}
 PLUGIN_PROBLEMS = []  # modules of $MLIRGPU_TARGETS that could not be loaded (checked before any compile)
 

@@ -2,12 +2,15 @@
 
 In the spirit of upstream's `ModuleToObject` (handleModulePreLink, loadBitcodeFiles, moduleToObject) and of
 Triton's per-backend stages, a target says:
-- its attribute: name, parameters and their types, defaults (triple, chip, O level), allowed chips;
+- its attribute: name, parameters and their types (and which one lists files to link), defaults (triple, chip,
+  O level), allowed chips, and the CPU and features its target machine gets;
+- how its serializer changes a module before translating it (XeVM: the first kernel's sub-group size);
 - how target-neutral code is lowered (the conversion pass, the attach pass), and the default build chip;
 - the pre-link step and the libraries to link (two hooks), and which libraries a module may need, predicted
   from its text for build tools;
-- its kernels' calling convention, the binary formats and their file suffixes, the serializer, the properties
-  upstream records on `#gpu.object`, the fat container for several chips, its vendor sections;
+- its kernels' calling convention, the binary formats and their file suffixes, the serializer, the bytes and
+  properties upstream records on `#gpu.object`, the fat container for several chips, its vendor sections, and
+  whether its code generation must run isolated from the worker's process state;
 - how kernel resources are read from a binary or a tool log, and the tools whose identity enters a signature.
 The stages (mlirgpu.stages), planning, embedding, the SCons tool and the reports only call these.
 """
@@ -58,7 +61,7 @@ class TargetAttr:
 
     @property
     def link(self):
-        return tuple(self.params.get("link", ()))
+        return tuple(self.params.get(self.target.link_parameter, ()))
 
     @property
     def flags(self):
@@ -93,9 +96,11 @@ class Target:
     default_chip = None
     default_opt_level = 2
     parameters = COMMON_PARAMETERS
+    link_parameter = "link"  # the attribute's parameter listing bitcode files to link (XeVM: `linkFiles`)
     kernel_convention = None  # the LLVM calling convention of kernels, e.g. 'ptx_kernel'
     vendor_section = None  # a VendorSection, where the vendor's tools read fat binaries (None: no vendor layout)
     embeds_fat_as = None  # what a fat container is called in the registry and header (e.g. 'fatbin', 'bundle')
+    isolated_codegen = False  # emit ISA and objects in a forked child (see llvm_ops.emit_assembly)
 
     # The attribute.
 
@@ -110,8 +115,8 @@ class Target:
                 return f"parameter '{key}' of #{self.attribute} must be {expected.__name__}"
         if params.get("O", self.default_opt_level) not in (0, 1, 2, 3):
             return f"invalid optimization level O = {params['O']}"
-        if not all(isinstance(item, str) for item in params.get("link", [])):
-            return f"parameter 'link' of #{self.attribute} must hold strings"
+        if not all(isinstance(item, str) for item in params.get(self.link_parameter, [])):
+            return f"parameter '{self.link_parameter}' of #{self.attribute} must hold strings"
         return None
 
     def chips(self):
@@ -125,6 +130,18 @@ class Target:
             close = [c for c in known if c.startswith(chip[:4])][:12]
             raise CompileError(f"unknown {self.name} chip '{chip}'",
                                fix=f"use one of LLVM's {self.name} processors, e.g. {', '.join(close or known[:12])}")
+
+    def machine_cpu(self, attr):
+        """(CPU, features) upstream's serializer gives LLVM's target machine for the attribute."""
+        return attr.chip, attr.features
+
+    # Translation.
+
+    def edit_translation(self, module, llvm_ir):
+        """The LLVM IR translated from `module` (a gpu.module: its name and text), changed as this target's
+        serializer changes the gpu.module before translating it. Upstream's change stays on the module, so the
+        pipeline applies it to the jobs of every target listed after this one on the module too."""
+        return llvm_ir
 
     # Target-neutral code.
 
@@ -147,6 +164,11 @@ class Target:
     def attach_pipeline(self, chips, features, opt_level):
         """Attach this target (once per chip) to gpu.modules that carry none, after a user's own lowering."""
         return f"builtin.module({self._attach(chips, features, opt_level)})"
+
+    def lowering_fix(self, op, line):
+        """What to do about an op the built-in lowering could not convert for this target (`line`: its lowered
+        text, when the lowering left it in place), or None for the general advice."""
+        return None
 
     def default_build_chip(self, options, environment=None):
         """The chip target-neutral modules get when the build names none (documented per target)."""
@@ -183,6 +205,10 @@ class Target:
         """File suffixes the serializer writes for format `fmt` ('bin' or 'fatbin'); the last is embedded."""
         raise NotImplementedError
 
+    def assembly_object(self, text):
+        """The bytes of the `#gpu.object` upstream's serializer makes for format isa (the host glue adds a NUL)."""
+        return text.encode("utf-8")
+
     def embedded_format(self, fmt):
         """The format recorded for a binary this target embeds for `fmt` (upstream may fall back)."""
         return fmt
@@ -204,6 +230,10 @@ class Target:
     def combine(self, jobs, binaries, assemblies, options, scratch):
         """The fat container's bytes from each job's binaries ({suffix: bytes}) and Assembly."""
         raise NotImplementedError
+
+    def failure_fix(self, message):
+        """What to do about an LLVM failure (`message`) in one of this target's stages, or None."""
+        return None
 
     # Reports and signatures.
 
