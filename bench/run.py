@@ -7,7 +7,11 @@ Upstream chain, per source (driven by `make -jN`): `mlir-opt --gpu-module-to-bin
 Repetitions are interleaved (ours, upstream, ours, ...); medians and min-max are reported, and the ratio
 ours/upstream. Sections: full builds (-j2, -j1), single-source latency, null builds against SCons's floor (the
 same number of targets from a trivial Command), an incremental rebuild, DUMP=1 against DUMP=0 with peak memory,
-the scan of files of many modules against mlir-opt, and a profile of where the time goes (MLIRGPU_PROFILE). Writes DIR/results.json and prints a table.
+the scan of files of many modules against mlir-opt, a profile of where the time goes (MLIRGPU_PROFILE); these
+run without the stage cache and the compile server. Then the server's and the cache's (bench/fast.py): Ninja
+builds per file with the server warm, cold and off, one source with a warm server, early cutoff in a file of 20
+modules, and SCons with one of 200 sources edited against SCons's floor plus the upstream chain. Writes
+DIR/results.json and prints a table.
 """
 import argparse
 import json
@@ -26,6 +30,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, HERE)
 
+import fast  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 from mlirgpu import toolchain  # noqa: E402
 from mlirgpu.stages import STAGES  # noqa: E402
@@ -165,6 +170,12 @@ def latency(corpus_dir, reps, files):
                             lambda name, cwd: None)
         out[label] = result
     return out
+
+
+def cuda_root():
+    from mlirgpu.targets.cuda import cuda_toolkit
+
+    return cuda_toolkit()
 
 
 def llc():
@@ -312,6 +323,7 @@ def report(results):
     lines.append(f"Incremental, one of {results['incremental_sources']} sources touched (median s): ours "
                  f"{inc['ours']['median']:.2f} / upstream {inc['upstream']['median']:.2f} = "
                  f"{ratio(inc['ours'], inc['upstream']):.2f}")
+    lines.extend(fast_report(results))
     prof = results["profile"]
     lines.append(f"Where the time goes (-j1 build {prof['build_seconds']:.2f} s, in compiles "
                  f"{prof['compile_seconds']:.2f} s):")
@@ -321,6 +333,36 @@ def report(results):
     for tool, value in sorted(prof["tools"].items(), key=lambda kv: -kv[1]["seconds"]):
         lines.append(f"  tool  {tool:12s} {value['seconds']:7.2f} s in {value['runs']} runs")
     return "\n".join(lines)
+
+
+def fast_report(results):
+    """The compile server's and stage cache's sections."""
+    lines = []
+    ninja = results["ninja"]
+    up = ninja["ninja upstream"]
+    lines.append(f"Ninja-style full build, {results['corpus_sources']} sources (per-file mlirgpu compile with dumps, "
+                 "ninja -j2, stage cache off): median s, ours/upstream per repetition")
+    for name in ("ninja ours, in process", "ninja ours, server cold", "ninja ours, server warm"):
+        value = paired(ninja[name], up)
+        lines.append(f"  {name[6:]:22s} {ninja[name]['median']:6.2f} / {up['median']:.2f} = {value['median']:.2f} "
+                     f"({value['min']:.2f}-{value['max']:.2f})")
+    lines.append("One source, server warm, stage cache off (median s): ours / upstream = ratio")
+    for label, value in results["single"].items():
+        lines.append(f"  {label:8s} {value['ours, server warm']['median']:.3f} / {value['upstream']['median']:.3f} = "
+                     f"{paired(value['ours, server warm'], value['upstream'])['median']:.2f}")
+    cut = results["cutoff"]
+    cold = cut["cold: every module"]
+    lines.append("Early cutoff, a file of 20 modules (server warm, stage cache on): median s, against the cold compile")
+    for name, value in cut.items():
+        lines.append(f"  {name:20s} {value['median']:.3f} = {value['median'] / cold['median']:.2f}x; "
+                     f"{value['modules_run']} modules ran a stage, {value['ran']} stages ran")
+    one = results["scons_one_edited"]
+    floor = one["floor null build"]["median"] + one["upstream, one source"]["median"]
+    lines.append(f"SCons, one of {results['incremental_sources']} sources edited, server warm: ours "
+                 f"{one['ours, server warm']['median']:.2f} s / (SCons floor {one['floor null build']['median']:.2f} + "
+                 f"upstream chain {one['upstream, one source']['median']:.2f}) = "
+                 f"{one['ours, server warm']['median'] / floor:.2f}")
+    return lines
 
 
 def main(argv=None):
@@ -335,6 +377,8 @@ def main(argv=None):
     incr = 10 if args.quick else 200
     os.makedirs(args.out, exist_ok=True)
     base = tempfile.mkdtemp(prefix="mlirgpu-bench-")
+    # The sections before `fast` measure compiling: no stage cache, no server (each `fast` run sets its own).
+    os.environ.update(MLIRGPU_CACHE="off", MLIRGPU_SERVER="off", MLIRGPU_CACHE_DIR=os.path.join(base, "cache"))
     try:
         corpus_dir = os.path.join(base, "corpus")
         count = write_corpus(corpus_dir, sources)
@@ -345,6 +389,12 @@ def main(argv=None):
         results["latency"] = latency(corpus_dir, reps, corpus_latency_files(corpus_dir))
         results["null"] = null_builds(base, null_sizes, reps)
         results["incremental"] = incremental(base, incr, reps)
+        results["scons_one_edited"] = fast.scons_one_edited(os.path.join(base, f"incr{incr}"), base, reps, interleave,
+                                                            SCONS, write_floor, toolchain)
+        results["ninja"] = fast.ninja_builds(corpus_dir, base, reps, interleave, toolchain)
+        results["single"] = fast.single_source(corpus_dir, base, reps, interleave, corpus_latency_files(corpus_dir),
+                                               toolchain)
+        results["cutoff"] = fast.early_cutoff(base, reps, interleave, cuda_root())
         results["scan"] = scan_scaling(base, (100,) if args.quick else (1000, 10000), reps)
         results["profile"] = profile(corpus_dir)
     finally:

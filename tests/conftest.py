@@ -1,7 +1,9 @@
 """Shared fixtures: the toolchain locations the tests pass to both upstream and our compiler."""
+import atexit
 import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -14,6 +16,14 @@ from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.targets.rocm import rocm_toolkit
 
 CORPUS = os.path.join(ROOT, "tests", "corpus")
+
+# Caches of the tests' own, empty at the start (never the user's), shared by the tests of one process with the
+# stage cache on, as users run: builds compared with clean ones compare a warm cache with a cold one.
+os.environ["MLIRGPU_CACHE_DIR"] = tempfile.mkdtemp(prefix="mlirgpu-test-cache-")
+atexit.register(shutil.rmtree, os.environ["MLIRGPU_CACHE_DIR"], True)
+# Commands run in their own process unless a test starts a compile server (tests/test_service.py), so what a
+# test sees never depends on whether an earlier test left a server running.
+os.environ["MLIRGPU_SERVER"] = "off"
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,18 @@ def test_quick_benchmark_produces_every_section(tmp_path):
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) >= {"full", "latency", "null", "incremental", "profile"}
+    assert set(results) >= {"full", "latency", "null", "incremental", "profile", "ninja", "single", "cutoff",
+                            "scons_one_edited"}
+    assert set(results["ninja"]) == {"ninja ours, server warm", "ninja ours, server cold", "ninja ours, in process",
+                                     "ninja upstream"}
+    cutoff = results["cutoff"]
+    assert cutoff["cold: every module"]["modules_run"] == 20 and cutoff["one module edited"]["modules_run"] == 1
+    assert cutoff["comment-only edit"]["ran"] == 0
     assert {"ours -j2 DUMP=1", "upstream make -j2", "ours -j2 DUMP=0", "SCons floor -j2 DUMP=1",
             "SCons floor -j2 DUMP=0"} <= set(results["full"])
     for value in results["full"].values():
         assert value["median"] > 0 and value["n"] == 1
     assert results["null"]["10"]["targets"] == 70
     assert results["profile"]["stages"]["isa"] > 0 and results["profile"]["tools"]
-    assert "ratio ours/upstream -j2" in (tmp_path / "results.txt").read_text()
+    text = (tmp_path / "results.txt").read_text()
+    assert "ratio ours/upstream -j2" in text and "Ninja-style full build" in text and "Early cutoff" in text

@@ -1,6 +1,6 @@
 """`python -m mlirgpu`: same as the `mlirgpu` command."""
 import sys
 
-from .cli import main
+from .client import main
 
 sys.exit(main())

@@ -388,6 +388,15 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     return broken
 
 
+def _without_origins(data):
+    """A record as archived: without each job's `stages` (ran, or came from the stage cache), which describes
+    the run rather than what it made, so a build from a warm cache archives the same bytes as a cold one."""
+    record = json.loads(data)
+    for job in record.get("jobs", []):
+        job.pop("stages", None)
+    return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
 def _archive_members(manifest, out_dir, names):
     """{member name: bytes}: the reports, the manifest and every file it lists. A file inside the output folder
     keeps its path; one outside it (dumps elsewhere) goes to `outside/<n>-<folder>/`, and the archive's copy of
@@ -401,10 +410,11 @@ def _archive_members(manifest, out_dir, names):
             mapping[path] = f"outside/{index}-{posixpath.basename(folder) or 'root'}/{name}"
         else:
             mapping[path] = path
+    records = {obj["record"] for obj in manifest["objects"]}
     members = {}
     for path, member in mapping.items():
         with open(os.path.join(out_dir, path), "rb") as handle:
-            members[member] = handle.read()
+            members[member] = _without_origins(handle.read()) if path in records else handle.read()
     archived = json.loads(json.dumps(manifest))
     for obj in archived["objects"]:
         obj["record"] = mapping[obj["record"]]

@@ -3,6 +3,8 @@
     mlirgpu compile IN.mlir -o OUT.o [options]        compile (see README for the options)
     mlirgpu list-outputs IN.mlir -o OUT.o [options]   the files that compile would write, one per line
     mlirgpu artifacts DUMPDIR... -o OUTDIR            CI manifest, reports and archive
+    mlirgpu cache stats|clear                         the stage cache: its size and counts, or empty it
+    mlirgpu server start|stop|status                  the compile server (see mlirgpu.service)
 
 The options come from one table (mlirgpu.options) shared with the SCons tool and the Python API. Every failure
 is one line on stderr, `mlirgpu: FILE[:LINE]: error: WHAT (fix: HOW)`, and exit code 1 (2 for a command line
@@ -10,6 +12,7 @@ that cannot be read); a bug of ours is one line naming where it happened, its tr
 MLIRGPU_DEBUG=1.
 """
 import argparse
+import functools
 import os
 import sys
 import time
@@ -51,7 +54,9 @@ def _compile_options(command):
                          help="on errors, show the tools' output, repro commands and tracebacks")
 
 
+@functools.cache
 def _parser():
+    """The command line's parser, built once (the compile server builds it before forking its commands)."""
     parser = _Parser(prog="mlirgpu", description="Stage-by-stage MLIR GPU compiler (byte-identical to "
                                                  "mlir-opt --gpu-module-to-binary of MLIR 22).")
     parser.add_argument("--version", action="version", version=f"mlirgpu {__version__}")
@@ -68,6 +73,12 @@ def _parser():
     artifacts.add_argument("--fail-on", default="", help="e.g. spills,registers+10%%: exit 1 on such a regression")
     artifacts.add_argument("--toolkit", default="", help="CUDA root for ptxas -v")
     artifacts.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    cache = commands.add_parser("cache", help="the stage cache: `stats` (size, entries, hits, misses) or `clear`")
+    cache.add_argument("action", choices=("stats", "clear"))
+    cache.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    server = commands.add_parser("server", help="the compile server that keeps compiles warm: start, stop, status")
+    server.add_argument("action", choices=("start", "stop", "status"))
+    server.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
     return parser
 
 
@@ -101,6 +112,35 @@ def _artifacts(args):
     for item in broken:
         print(f"mlirgpu: regression: {item}", file=sys.stderr)
     return 1 if broken else 0
+
+
+def _server(args):
+    from .rendezvous import server_command
+
+    return server_command(args.action)
+
+
+def _cache(args):
+    from . import stagecache
+
+    if not stagecache.enabled():
+        print("mlirgpu: the stage cache is off (MLIRGPU_CACHE)", file=sys.stderr)
+    cache = stagecache.StageCache(stagecache.open_cache_root(), stagecache.size_limit())
+    if args.action == "clear":
+        cache.clear()
+        print(f"cleared {cache.root}")
+        return 0
+    stats = cache.stats()
+    lookups = stats["hits"] + stats["misses"]
+    rate = f" ({100 * stats['hits'] / lookups:.0f}% hits)" if lookups else ""
+    print(f"folder     {stats['folder']}\n"
+          f"entries    {stats['entries']}\n"
+          f"size       {stats['bytes'] / 2**20:.1f} MiB of {stats['limit'] / 2**20:.0f} MiB\n"
+          f"hits       {stats['hits']}\n"
+          f"misses     {stats['misses']}{rate}\n"
+          f"stores     {stats['stores']}\n"
+          f"evictions  {stats['evictions']}")
+    return 0
 
 
 def _compile(args):
@@ -146,7 +186,8 @@ def main(argv=None):
         raise
     debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
     try:
-        return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts}[args.command](args)
+        return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
+                "cache": _cache, "server": _server}[args.command](args)
     except CompileError as exc:
         error = exc
     except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line

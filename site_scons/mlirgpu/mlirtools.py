@@ -1,17 +1,22 @@
 """Running mlir-opt and mlir-translate: their diagnostics become CompileErrors at the file and line they name."""
 import re
 
-from . import process, toolchain
+from . import process, stagecache, toolchain
 from .errors import CompileError
 from .mlirops import as_builtin_module
 from .mlirtext import Unreadable
 from .process import ToolCrashed
+from .version import __version__
+
+
+def _argv(tool, args):
+    return [toolchain.llvm_tool(tool), "--mlir-disable-threading", *args]
 
 
 def run_mlir_tool(tool, args, source, what, text=None, fix=None):
     """Run mlir-opt or mlir-translate (single-threaded: inputs are small, and MLIR's thread pool costs more to
     start than it saves) on a file or on `text`; its output, or a CompileError located in `source`."""
-    argv = [toolchain.llvm_tool(tool), "--mlir-disable-threading", *args]
+    argv = _argv(tool, args)
     try:
         result = process.run(argv, what, input=None if text is None else text.encode("utf-8"))
     except CompileError as exc:
@@ -45,7 +50,28 @@ def translate_pieces(pieces, source):
     that has no enclosing module (their verifiers look up the data layout of the closest `builtin.module`, and
     find none): when it crashes, the same pieces are translated again as builtin modules with the same
     attributes and bodies, which give the same LLVM IR (upstream translates the gpu.module inside its file's
-    module)."""
+    module).
+
+    Each piece's translation is kept in the stage cache (keyed by the piece's text and mlir-translate's
+    identity), so an edit to one gpu.module of many translates that one."""
+    cache = stagecache.open_cache()
+    if cache is None:
+        return _translate_crash_safe(pieces, source)
+    tool = toolchain.identity(toolchain.llvm_tool("mlir-translate"))
+    keys = [stagecache.key("translate", piece, tool, __version__) for piece in pieces]
+    found = [cache.get(key) for key in keys]
+    missing = [index for index, payload in enumerate(found) if payload is None]
+    try:
+        if missing:  # one run for every piece not in the cache
+            for index, text in zip(missing, _translate_crash_safe([pieces[index] for index in missing], source)):
+                found[index] = text.encode("utf-8")
+                cache.put(keys[index], found[index])
+    finally:
+        cache.flush()
+    return [payload.decode("utf-8") for payload in found]
+
+
+def _translate_crash_safe(pieces, source):
     try:
         return _translate(pieces, source)
     except ToolCrashed:
@@ -57,10 +83,17 @@ def translate_pieces(pieces, source):
         return _translate(retyped, source)
 
 
+_TRANSLATE_ARGS = ("--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-")
+
+
+def translate_argv():
+    """The command line of every translation (the compile server starts it ahead of requests)."""
+    return _argv("mlir-translate", _TRANSLATE_ARGS)
+
+
 def _translate(pieces, source):
     joined = "\n// -----".join(text if i == 0 else "\n" + text for i, text in enumerate(pieces))
-    args = ["--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-"]
-    text = run_mlir_tool("mlir-translate", args, source, "translating to LLVM IR", text=joined)
+    text = run_mlir_tool("mlir-translate", list(_TRANSLATE_ARGS), source, "translating to LLVM IR", text=joined)
     modules = [piece for piece in re.split(r"^(?=; ModuleID = )", text, flags=re.M) if piece.startswith("; ModuleID")]
     if len(modules) != len(pieces):
         raise CompileError(f"mlir-translate returned {len(modules)} modules for {len(pieces)}", file=source)

@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import embed, process, stages, toolchain
+from . import embed, process, stagecache, stages, toolchain
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -45,11 +45,12 @@ class CompileResult:
     binaries: list = field(default_factory=list)  # embed.Embedded, as placed in the object
     header: str = ""  # the C header text for the object
     warnings: list = field(default_factory=list)
+    stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
 
 
 class Compile:
-    """What the stages of one compile share: the options, a scratch folder, the libraries they linked, their
-    times, and the callbacks."""
+    """What the stages of one compile share: the options, a scratch folder, the stage cache, the libraries they
+    linked, their times, where each job's stage outputs came from, and the callbacks."""
 
     def __init__(self, source, options, scratch, report, on_stage):
         self.source = source
@@ -57,8 +58,10 @@ class Compile:
         self.scratch = scratch
         self.report = report
         self.on_stage = on_stage
+        self.cache = stagecache.open_cache()
         self.dependencies = []
         self.timings = {}
+        self.origins = {}  # job id -> {stage: "ran" | "cached"}
 
     def timed(self, name, started):
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
@@ -70,22 +73,53 @@ class JobOutput:
     binaries: dict  # binary suffix -> bytes (empty for format isa)
 
 
+def _run_stage(compile_, job, stage, given):
+    where = job.where(stage.suffix)
+    compile_.report(where, (job.source, job.module.line))
+    started = time.perf_counter()
+    try:
+        output = stage.run(compile_, job, given)
+    except CompileError as exc:
+        raise exc.located(job.source, job.module.line)
+    except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
+        raise CompileError(f"{where}: {exc}", file=job.source, line=job.module.line,
+                           fix=job.target.failure_fix(str(exc))) from exc
+    compile_.timed(stage.suffix, started)
+    return output
+
+
 def run_job(compile_, job, llvm_ir):
-    """Run the stage table for one job: each stage's output is the next one's input."""
-    output = llvm_ir
+    """Run the stage table for one job: each stage's output is the next one's input.
+
+    With the stage cache, a stage whose key (its input's hash and its context) is stored is not run: its output
+    comes from the cache, and so the next stage's key is known without running anything (early cutoff). A stage
+    that must run after cached ones gets its input by running the stages before it again, from the translation
+    (the stages hand each other LLVM modules, which the cache does not hold)."""
+    llvm_ir = stages.amend_translation(job, llvm_ir)
+    chain = stages.for_format(compile_.options.format)
+    cache = compile_.cache
+    origin = compile_.origins.setdefault(job.id, {})
     result = JobOutput(None, {})
-    for stage in stages.for_format(compile_.options.format):
-        where = job.where(stage.suffix)
-        compile_.report(where, (job.source, job.module.line))
-        started = time.perf_counter()
-        try:
-            output = stage.run(compile_, job, output)
-        except CompileError as exc:
-            raise exc.located(job.source, job.module.line)
-        except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
-            raise CompileError(f"{where}: {exc}", file=job.source, line=job.module.line,
-                               fix=job.target.failure_fix(str(exc))) from exc
-        compile_.timed(stage.suffix, started)
+    digest = hashlib.sha256(llvm_ir.encode("utf-8")).hexdigest()
+    live = llvm_ir  # the in-memory input of the next stage; None when the previous stage came from the cache
+    for index, stage in enumerate(chain):
+        key = stagecache.key(stage.suffix, digest, *stage.context(compile_, job)) if cache else None
+        payload = cache.get(key) if cache else None
+        if payload is not None:
+            output, live = stage.restore(payload), None
+            origin[stage.suffix] = "cached"
+        else:
+            if live is None:  # recompute this stage's input, which came from the cache
+                live = llvm_ir
+                for earlier in chain[:index]:
+                    live = _run_stage(compile_, job, earlier, live)
+            output = live = _run_stage(compile_, job, stage, live)
+            origin[stage.suffix] = "ran"
+            if cache:
+                payload = stage.save(output)
+                cache.put(key, payload)
+        if cache:
+            digest = hashlib.sha256(payload).hexdigest()
         compile_.on_stage(job, stage.suffix, output)
         if stage.suffix == "isa":
             result.assembly = output
@@ -255,7 +289,11 @@ def _compile(source, options, output, pretranslated, report):
     try:
         compile_ = Compile(source, options, scratch, report,
                            dumps.stage_output if dumps else lambda job, stage, output: None)
-        outputs = {job.id: run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+        try:
+            outputs = {job.id: run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+        finally:
+            if compile_.cache:
+                compile_.cache.flush()
         binaries = _embeddings(compile_, loaded, jobs, outputs, dumps)
         started = time.perf_counter()
         source_name = os.path.basename(source)
@@ -277,15 +315,16 @@ def _compile(source, options, output, pretranslated, report):
     header = embed.header(binaries, options.layout, options.section, source_name,
                           embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if dumps:
-        dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output))
+        dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins))
         timings["dumps"] = dumps.seconds
     tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
     dependencies = [source] + sorted(set(compile_.dependencies)) + tools + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
-                         binaries=binaries, header=header, warnings=warnings, dependencies=dependencies)
+                         binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
+                         stages=compile_.origins)
 
 
-def _record(source, options, jobs, binaries, warnings, obj, output=None):
+def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None):
     """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these). The
     dump folder adds every file with its sha256, so a copy restored from a cache can be checked."""
     folder = options.dump_dir
@@ -303,7 +342,8 @@ def _record(source, options, jobs, binaries, warnings, obj, output=None):
             {"module": job.module.name, "target": job.target.name, "chip": job.chip, "opt_level": job.opt_level,
              "features": job.attr.features, "stem": job.stem,
              "dumps": [f"{options.dump_prefix}{job.stem}.{suffix}"
-                       for suffix in stages.dump_suffixes(job.target, options.format)]}
+                       for suffix in stages.dump_suffixes(job.target, options.format)],
+             "stages": (origins or {}).get(job.id, {})}
             for job in jobs
         ],
         "binaries": [

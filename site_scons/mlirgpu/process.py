@@ -3,9 +3,11 @@
 The limit is `$MLIRGPU_TOOL_TIMEOUT` seconds (default 600) per tool run. A tool killed by a signal or past the
 limit is reported by name; a non-zero exit is returned to the caller, which knows how to read that tool's output.
 """
+import contextlib
 import contextvars
 import os
 import re
+import select
 import signal
 import subprocess
 import time
@@ -50,12 +52,100 @@ def bounded(argv, seconds, input=None):
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
+class _Prestarted:
+    """A tool started before its input exists: it has loaded its program and waits on its stdin (MLIR's tools
+    spend most of a small run loading libMLIR). `sh` runs it and writes its exit status on a pipe, so whichever
+    process holds the pipes (a fork of the one that started it) can use it, once."""
+
+    def __init__(self, argv):
+        self.argv = tuple(argv)
+        status_read, status_write = os.pipe()
+        self.process = subprocess.Popen(["/bin/sh", "-c", f'"$@"; echo $? >&{status_write}', "sh", *argv],
+                                        stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[status_write],
+                                        start_new_session=True)
+        os.close(status_write)
+        self.status = status_read
+
+    def close(self):
+        """Close this process's ends of the pipes (the tool ends on EOF if no one else holds them)."""
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
+        with contextlib.suppress(OSError):
+            os.close(self.status)
+
+    def communicate(self, argv, input, seconds):
+        """Give the tool its input; its CompletedProcess (a signal's exit as a negative code, as Popen's)."""
+        deadline = time.monotonic() + seconds
+        out, err = self.process.stdout.fileno(), self.process.stderr.fileno()
+        chunks = {out: [], err: [], self.status: []}
+        pending = memoryview(input or b"")
+        writer = self.process.stdin.fileno()
+        os.set_blocking(writer, False)
+        open_fds = set(chunks)
+        try:
+            while open_fds or pending is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    with contextlib.suppress(OSError):
+                        os.killpg(self.process.pid, signal.SIGKILL)
+                    raise subprocess.TimeoutExpired(argv, seconds)
+                writers = [writer] if pending is not None else []
+                readable, writable, _ = select.select(list(open_fds), writers, [], left)
+                if writable:
+                    try:
+                        pending = pending[os.write(writer, pending[:1 << 16]) :]
+                    except BrokenPipeError:
+                        pending = memoryview(b"")
+                    if not pending:
+                        self.process.stdin.close()
+                        pending = None
+                for fd in readable:
+                    data = os.read(fd, 1 << 16)
+                    if data:
+                        chunks[fd].append(data)
+                    else:
+                        open_fds.discard(fd)
+        finally:
+            self.close()
+        text = b"".join(chunks[self.status]).strip()
+        code = int(text) if text.isdigit() else -signal.SIGKILL
+        code = -(code - 128) if code > 128 else code
+        return subprocess.CompletedProcess(argv, code, b"".join(chunks[out]), b"".join(chunks[err]))
+
+
+_ready = []  # _Prestarted tools this process may use, each for exactly its command line
+
+
+def prestart(argv):
+    """Start `argv` now, for a process to `adopt` and run later with `run(argv, ...)` without the start-up (the
+    compile server does this for mlir-translate, whose start-up is most of a small translation)."""
+    return _Prestarted(argv)
+
+
+def adopt(ready):
+    """Use `ready` (started by this process, or handed over by the one that forked it) for the next run of its
+    command."""
+    if ready is not None:
+        _ready.append(ready)
+
+
+def release_prestarted():
+    """Close this process's hold on every prestarted tool in its pool (a fork that will not use them)."""
+    while _ready:
+        _ready.pop().close()
+
+
 def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
     started = time.perf_counter()
+    ready = next((item for item in _ready if item.argv == tuple(argv)), None)
+    if ready is not None:
+        _ready.remove(ready)
     try:
-        result = bounded(argv, timeout(), input)
+        result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"{what}: {name} did not finish within {timeout():g} s",
                            fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc

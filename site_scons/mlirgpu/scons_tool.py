@@ -52,6 +52,8 @@ from .targets import TARGETS
 BUILD_VARIABLES = (
     ("GPU_DUMP", "keep every stage's output as a target (command line: DUMP=1)", False),
     ("GPU_WARNINGS", "compiler warnings: show, none, or error", "show"),
+    ("GPU_CACHE", "the stage cache (outputs are the same with it on or off; MLIRGPU_CACHE=off also disables it)",
+     True),
     ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive", "#"),
     ("GPU_BASELINE", "an earlier gpu-manifest.json: the reports show what changed", ""),
     ("GPU_FAIL_ON", "regression rules for gpu-artifacts, e.g. spills,registers+10%", ""),
@@ -106,6 +108,8 @@ def make_variables(args=None):
     for name, text, default in BUILD_VARIABLES:
         if name == "GPU_DUMP":
             variables.Add(SCons.Variables.BoolVariable(("GPU_DUMP", "DUMP"), text, default))
+        elif name == "GPU_CACHE":
+            variables.Add(SCons.Variables.BoolVariable(name, text, default))
         elif name == "GPU_WARNINGS":
             variables.Add(SCons.Variables.EnumVariable(name, text, default, allowed_values=WARNINGS))
         else:
@@ -169,9 +173,12 @@ def search_environment(env):
 
 
 def worker_environment(env):
-    """The environment a compile runs in: this process's, with the build's tool search variables."""
+    """The environment a compile runs in: this process's, with the build's tool search variables (and the
+    stage cache off with GPU_CACHE=0)."""
     environ = dict(os.environ)
     environ.update((name, value) for name, value in search_environment(env) if value)
+    if not _bool(setting(env, "GPU_CACHE")):
+        environ["MLIRGPU_CACHE"] = "off"
     return environ
 
 
@@ -569,6 +576,7 @@ def generate(env):
         SCons.Script.Help(_COMMAND_LINE.variables.GenerateHelpText(shown), append=True)
         _HELP_ADDED.append(True)
     env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
+    workers.use_server(True)  # workers from a running compile server (MLIRGPU_SERVER=off: never), else our own
     use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
     action = _CompileAction(_compile, {"strfunction": _describe})
     builder = SCons.Builder.Builder(action=action, emitter=_static_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX",

@@ -13,12 +13,17 @@ The same table drives the pipeline (mlirgpu.pipeline), the dump names (mlirgpu.p
 and `list-outputs` use), the docs and the tests, so they cannot drift. Targets own what differs (mlirgpu.targets):
 the stages only call their hooks. The LLVM work is imported when a stage runs (in a worker), so reading the table
 costs a build tool nothing.
+
+Each stage also says what, besides its input, shapes its output (`context`: the stage cache's key is the input's
+hash and these), and how its output is stored (`save`) and read back (`restore`) by the stage cache.
 """
 import os
 from dataclasses import dataclass
 
+from . import toolchain
 from .errors import CompileError
 from .options import hint
+from .version import __version__
 
 
 @dataclass(frozen=True)
@@ -33,13 +38,19 @@ class Assembly:
         return self.text
 
 
+def amend_translation(job, llvm_ir):
+    """The translated LLVM IR the `initial.ll` stage parses: as the target's serializer, and those of targets
+    listed before it on the module, change the gpu.module before translating it (upstream changes it in place)."""
+    targets = job.module.targets
+    for earlier in targets[: targets.index(job.attr) + 1]:
+        llvm_ir = earlier.target.edit_translation(job.module, llvm_ir)
+    return llvm_ir
+
+
 def _initial(compile_, job, llvm_ir):
     from . import llvm_ops
 
     attr = job.attr
-    targets = job.module.targets
-    for earlier in targets[: targets.index(attr) + 1]:  # upstream's serializers change the gpu.module in place
-        llvm_ir = earlier.target.edit_translation(job.module, llvm_ir)
     cpu, features = job.target.machine_cpu(attr)
     return llvm_ops.parse(llvm_ir, attr.triple, cpu, features, attr.opt_level)
 
@@ -74,19 +85,70 @@ def _binary(compile_, job, assembly):
     return job.target.serialize(job, assembly, compile_.options, compile_.scratch)
 
 
+# What shapes each stage's output besides its input (the stage cache's keys). Every stage: this package and the
+# LLVM the stages run in, the target, its attribute as written, the chip and O level; then per stage below.
+
+def _machine(compile_, job):
+    cpu, features = job.target.machine_cpu(job.attr)
+    return [__version__, toolchain.llvmlite_identity(), job.target.name, job.attr.text, job.chip, job.opt_level,
+            job.attr.triple, cpu, features]
+
+
+def _link_context(compile_, job):
+    """The libraries the target may link for this job (their contents; which ones it links depends on the
+    module, which is the input), in its order."""
+    return _machine(compile_, job) + [[path, toolchain.file_digest(path)]
+                                      for path in job.target.library_inputs(job, compile_.options)]
+
+
+def _binary_context(compile_, job):
+    """The format, the serializer's options and the identities of its tools."""
+    options = compile_.options
+    return _machine(compile_, job) + [options.format, options.opts] + \
+        [toolchain.identity(tool) for tool in job.target.tools(options)]
+
+
+def _save_text(output):
+    return str(output).encode("utf-8")
+
+
+def _restore_text(payload):
+    return payload.decode("utf-8")
+
+
+def _restore_assembly(payload):
+    return Assembly(payload.decode("utf-8"), None)
+
+
+def _save_binaries(output):
+    from .stagecache import pack
+
+    return pack(output)
+
+
+def _restore_binaries(payload):
+    from .stagecache import unpack
+
+    return unpack(payload)
+
+
 @dataclass(frozen=True)
 class Stage:
     suffix: str  # the dump's suffix; for `binary`, the target names its files (binary_suffixes)
     run: object  # (compile, job, previous output) -> output
     upstream: str  # the counterpart in upstream's ModuleToObject, for the docs
+    context: object  # (compile, job) -> list: what shapes the output besides the input
+    save: object = _save_text  # output -> bytes, as the stage cache stores it (and its hash keys the next stage)
+    restore: object = _restore_text  # bytes -> the output as later stages and dumps take it
 
 
 STAGES = (
-    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple"),
-    Stage("linked.ll", _linked, "handleModulePreLink, loadBitcodeFiles, linkFiles"),
-    Stage("opt.ll", _opt, "optimizeModule"),
-    Stage("isa", _isa, "translateToISA"),
-    Stage("binary", _binary, "compileToBinary / moduleToObject"),
+    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple", _machine),
+    Stage("linked.ll", _linked, "handleModulePreLink, loadBitcodeFiles, linkFiles", _link_context),
+    Stage("opt.ll", _opt, "optimizeModule", _machine),
+    Stage("isa", _isa, "translateToISA", _machine, restore=_restore_assembly),
+    Stage("binary", _binary, "compileToBinary / moduleToObject", _binary_context, _save_binaries,
+          _restore_binaries),
 )
 BINARY = "binary"
 

@@ -18,6 +18,7 @@ import glob
 import hashlib
 import os
 import re
+import stat
 import shutil
 import subprocess
 
@@ -100,8 +101,8 @@ def _stat_key(path):
     """What identifies a file's bytes without reading them: inode and change time included (a replaced or
     rewritten file gets a new one, whatever its modification time says)."""
     real = os.path.realpath(path)
-    stat = os.stat(real)
-    return f"{real}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+    info = os.stat(real)
+    return f"{real}|{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{info.st_ctime_ns}"
 
 
 def _tool_cache():
@@ -149,6 +150,8 @@ def tool_output(tool, args):
 
         try:
             result = bounded([tool, *args], 10)
+        except subprocess.TimeoutExpired:
+            return ""  # remembered as printing nothing: a tool that hangs is not asked again (its file is known)
         except (OSError, subprocess.SubprocessError):
             return None
         return (result.stdout + result.stderr).decode("utf-8", "replace")
@@ -157,8 +160,11 @@ def tool_output(tool, args):
 
 
 def file_digest(path):
-    """sha256 of a file's bytes, cached per file identity (tools are read once after each change)."""
+    """sha256 of a file's bytes, cached per file identity (tools are read once after each change); only a
+    regular file is read (a FIFO or device would block or never end)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file"
         key = f"sha256|{_stat_key(path)}"
     except OSError:
         return "missing"
@@ -187,6 +193,7 @@ def identity(tool):
     return f"{tool_version(tool)} [{file_digest(tool)[:16]}]"
 
 
+@functools.cache
 def llvmlite_library():
     """The LLVM library the stages run in, found without loading it (a build tool's process need not)."""
     import importlib.util
@@ -198,14 +205,20 @@ def llvmlite_library():
 
 
 def llvmlite_identity():
+    """llvmlite's release and the hash of its LLVM library (the stages' LLVM)."""
+    library = llvmlite_library()
+    return f"llvmlite {_llvmlite_release()} [{file_digest(library)[:16] if library else 'missing'}]"
+
+
+@functools.cache
+def _llvmlite_release():
+    """The installed llvmlite's version (read once: reading package metadata takes a millisecond)."""
     try:
         from importlib.metadata import version
 
-        release = version("llvmlite")
+        return version("llvmlite")
     except Exception:  # noqa: BLE001 - metadata missing in an unusual install: the hash still tells
-        release = "unknown"
-    library = llvmlite_library()
-    return f"llvmlite {release} [{file_digest(library)[:16] if library else 'missing'}]"
+        return "unknown"
 
 
 def forget():

@@ -61,7 +61,9 @@ class LLVMWorker:
         self.log_path = _new_log()
         # The worker's temporary files live here (mode 700), removed by this side whatever becomes of the worker.
         self.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
-        if zygote is None:
+        if zygote == "here":
+            self.process = _fork_here(self.log_path)
+        elif zygote is None:
             self.process = subprocess.Popen(
                 _python_argv(self.log_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, env=_python_env(),
@@ -177,18 +179,48 @@ class _Zygote:
 
     Requests go over a message-preserving Unix socket: `fork` carries the new worker's two pipe ends and gets no
     answer (the zygote writes the worker's pid into the worker's own pipe, so asking for a worker never waits
-    for the zygote's start-up); `wait` is answered with the exit status, as `Popen.returncode` gives it."""
+    for the zygote's start-up); `wait` is answered with the exit status, as `Popen.returncode` gives it. The
+    zygote is a process of ours (`spawn`), or a child of a running compile server (`from_server`), reached
+    through the server's socket: a build then starts no Python or LLVM of its own."""
 
-    def __init__(self):
+    def __init__(self, socket, process, log_path, own_log=True):
+        self.socket = socket
+        self.process = process
+        self.log_path = log_path
+        self.own_log = own_log
+        self.lock = threading.Lock()  # pairs each `wait` with its answer; `fork`s are single messages
+
+    @classmethod
+    def spawn(cls):
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-        self.log_path = _new_log()
-        self.process = subprocess.Popen(
-            _python_argv("--zygote", str(theirs.fileno()), self.log_path), pass_fds=[theirs.fileno()],
+        log_path = _new_log()
+        process = subprocess.Popen(
+            _python_argv("--zygote", str(theirs.fileno()), log_path), pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_python_env(),
         )
         theirs.close()
-        self.socket = ours
-        self.lock = threading.Lock()  # pairs each `wait` with its answer; `fork`s are single messages
+        return cls(ours, process, log_path)
+
+    @classmethod
+    def from_server(cls):
+        """A zygote of the running compile server of this installation, or None (no server, another version)."""
+        from . import rendezvous
+
+        if not rendezvous.wanted():
+            return None
+        try:
+            connection = rendezvous.connect(rendezvous.socket_path(rendezvous.folder()))
+            if connection is None:
+                return None
+            rendezvous.request(connection, {"kind": "zygote", "fingerprint": rendezvous.fingerprint()})
+            reply = rendezvous.receive(connection)
+            connection.settimeout(None)
+        except (OSError, ValueError, ConnectionError, rendezvous.Unavailable):
+            return None
+        if reply.get("kind") != "zygote":
+            connection.close()
+            return None
+        return cls(connection, _ServerZygote(reply["pid"]), reply["log"], own_log=False)
 
     def fork(self, log_path):
         to_worker, from_us = os.pipe()
@@ -219,8 +251,86 @@ class _Zygote:
     def close(self):
         self.socket.close()
         _end(self.process)
+        if self.own_log:
+            with contextlib.suppress(OSError):
+                os.unlink(self.log_path)
+
+
+class _ServerZygote:
+    """What `_Zygote` uses of a `Popen` for a zygote the compile server forked: it ends when its connection
+    closes, and its exit status is the server's business."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 0)
+            except OSError:
+                self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout=None):
+        return self.poll() or 0
+
+    def kill(self):
         with contextlib.suppress(OSError):
-            os.unlink(self.log_path)
+            os.kill(self.pid, signal.SIGKILL)
+
+
+class _Child:
+    """What LLVMWorker uses of a `Popen`, for a worker forked from this very process (`fork_here`)."""
+
+    def __init__(self, pid, stdin, stdout):
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired("mlirgpu worker", timeout)
+            time.sleep(0.002)
+        return self.returncode
+
+    def kill(self):
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _fork_here(log_path):
+    """A worker forked from this process, which is booted (LLVM initialized): the compile server's request
+    processes start their workers so, in a few milliseconds."""
+    to_worker, from_us = os.pipe()
+    to_us, from_worker = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            die_with_parent(parent)
+            os.close(from_us)
+            os.close(to_us)
+            from .process import release_prestarted
+
+            release_prestarted()  # a tool prestarted for this process's command is not the worker's
+            _serve_forked([to_worker, from_worker], log_path, _entry_points())
+        finally:
+            os._exit(1)  # never return into the caller's code
+    os.close(to_worker)
+    os.close(from_worker)
+    return _Child(pid, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))
 
 
 class _ForkedProcess:
@@ -272,6 +382,8 @@ _started = []  # every worker this process started (for prestart's count)
 _lock = threading.Lock()
 _zygote = None
 _forking = False
+_here = False
+_server = False
 
 
 def forking(enabled):
@@ -280,13 +392,32 @@ def forking(enabled):
     _forking = enabled
 
 
+def fork_here():
+    """Fork workers from this process, which is booted (the compile server's request processes)."""
+    global _here
+    _here = True
+
+
+def use_server(enabled):
+    """Take workers from the running compile server of this installation, when there is one (a build tool: its
+    builds then start no Python or LLVM of their own); else start them as `forking` says."""
+    global _server
+    _server = enabled
+
+
 def _start():
     global _zygote
-    if _forking and (_zygote is None or _zygote.process.poll() is not None):
-        if _zygote is not None:
+    if _here:
+        worker = LLVMWorker("here")
+    else:
+        if _zygote is not None and _zygote.process.poll() is not None:
             _zygote.close()
-        _zygote = _Zygote()
-    worker = LLVMWorker(_zygote if _forking else None)
+            _zygote = None
+        if _zygote is None and _server:
+            _zygote = _Zygote.from_server()
+        if _zygote is None and _forking:
+            _zygote = _Zygote.spawn()
+        worker = LLVMWorker(_zygote)
     _started.append(worker)
     return worker
 
@@ -294,6 +425,8 @@ def _start():
 def prestart(count):
     """Have `count` workers running, started now, so their Python and LLVM start-up overlaps the caller's own
     work (a build tool reading its build files) instead of delaying the first compiles."""
+    if _here:
+        return  # a worker forked when needed starts at once, and inherits what this process has read by then
     with _lock:
         alive = sum(1 for worker in _started if worker.alive)
         _idle.extend(_start() for _ in range(count - alive))
@@ -344,7 +477,7 @@ def _entry_points():
     return {"compile_file": pipeline.compile_source, "compile_to_object": pipeline.compile_to_object}
 
 
-def _boot(log_path, expected_major):
+def boot(log_path, expected_major):
     """Import and initialize what a compile needs; LLVM's own messages go to `log_path`."""
     from . import llvm_ops
 
@@ -390,15 +523,20 @@ def _serve_spawned(log_path, expected_major, parent_pid):
     protocol_in = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
-    _serve(protocol_in, protocol_out, _boot(log_path, expected_major))
+    _serve(protocol_in, protocol_out, boot(log_path, expected_major))
 
 
 def _serve_zygote(control_fd, log_path, expected_major, parent_pid):
-    """The zygote's loop: fork a worker per `fork` request, report exit statuses on `wait` requests."""
+    """A zygote started on its own: boot, then fork workers on request."""
     die_with_parent(parent_pid)
-    zygote_pid = os.getpid()
     control = _socket.socket(fileno=control_fd)
-    entry_points = _boot(log_path, expected_major)
+    serve_zygote(control, boot(log_path, expected_major))
+
+
+def serve_zygote(control, entry_points):
+    """The zygote's loop, in a booted process: fork a worker per `fork` request, report exit statuses on
+    `wait` requests; return never (the process ends when the caller closes `control`)."""
+    zygote_pid = os.getpid()
     ended = {}
     while True:
         try:
@@ -409,9 +547,16 @@ def _serve_zygote(control_fd, log_path, expected_major, parent_pid):
         if not data:
             os._exit(0)  # the caller is gone; the workers end on their own when their pipes close
         fds = _passed_fds(ancillary)
-        request = pickle.loads(data)
-        if request[0] != "fork":
+        try:
+            request = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - not our protocol: the caller is told nothing and its workers fail
+            request = ("?",)
+        if request[0] == "wait":
             control.send(pickle.dumps(_reap(request[1], request[2], ended)))
+            continue
+        if request[0] != "fork" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
             continue
         go_read, go_write = os.pipe()  # the worker starts once its pid is in its pipe, so the pid comes first
         try:

@@ -188,6 +188,11 @@ class Target:
         `link` list, then the target's own), as upstream orders them."""
         return [Library(path) for path in list(options.link_libs) + list(job.attr.link)]
 
+    def library_inputs(self, job, options):
+        """Every file `libraries` may return for this job, whatever the module declares (the stage cache keys
+        the link stage on their contents)."""
+        return list(options.link_libs) + list(job.attr.link)
+
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """Paths of the bitcode files a job of this target may link for a module, found without compiling, from
         the `symbols` its text names and the `ops` it uses (`lowered`: the module is target-neutral code the

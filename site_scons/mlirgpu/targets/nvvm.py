@@ -61,6 +61,10 @@ class NVVM(Target):
                               "found", fix=cuda.INSTALL)
         return super().libraries(job, module, options)
 
+    def library_inputs(self, job, options):
+        libdevice = cuda.libdevice(self.toolkit(options))
+        return super().library_inputs(job, options) + ([libdevice] if libdevice else [])
+
     def binary_suffixes(self, fmt):
         return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
 

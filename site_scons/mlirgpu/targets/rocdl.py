@@ -133,6 +133,11 @@ class ROCDL(Target):
         toolkit = self.toolkit(options)
         return user + [Library(rocm.rocm_library(toolkit, name), _STRIP, True) for name in needed]
 
+    def library_inputs(self, job, options):
+        root = self.toolkit(options)
+        own = [os.path.join(root, "amdgcn", "bitcode", f"{name}.bc") for name in ("ocml", "ockl", "hip", "opencl")]
+        return super().library_inputs(job, options) + (own if root else [])
+
     def binary_suffixes(self, fmt):
         return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
 

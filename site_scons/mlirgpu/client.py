@@ -1,0 +1,94 @@
+"""The `mlirgpu` command: a thin client of the compile server (mlirgpu.service) for `compile` and `list-outputs`,
+the full command line (mlirgpu.cli) for everything else and whenever no server can serve.
+
+A client imports nothing heavy. It sends its arguments, folder, environment, umask and its own stdin, stdout and
+stderr to the server of this installation (starting one on first use), and exits with the command's exit code:
+the outputs, messages and exit codes are those of `MLIRGPU_SERVER=off`, which runs the command in this process.
+A server that does not start, does not answer within `$MLIRGPU_SERVER_TIMEOUT` seconds (default 10), dies
+before the command ended, or answers something else, costs one warning line and an in-process compile.
+
+`mlirgpu server start|stop|status` (mlirgpu.rendezvous) starts one now, stops it, or says what it served.
+"""
+import os
+import sys
+import time
+
+from . import rendezvous
+
+SERVED = ("compile", "list-outputs")
+
+
+def run_remote(argv):
+    """Run `mlirgpu <argv>` on the server; its exit code, or None when it must run in this process."""
+    try:
+        directory = rendezvous.folder()
+    except rendezvous.Unavailable as exc:
+        _warn(f"the compile server is not used: {exc}")
+        return None
+    path = rendezvous.socket_path(directory)
+    umask = os.umask(0)
+    os.umask(umask)
+    message = {"kind": "run", "fingerprint": rendezvous.fingerprint(), "argv": argv, "cwd": os.getcwd(),
+               "env": dict(os.environ), "umask": umask}
+    why = "it did not start"
+    for _attempt in range(3):
+        connection = rendezvous.connect(path) or rendezvous.start_server(directory)
+        if connection is None:
+            break
+        try:
+            rendezvous.request(connection, message, (0, 1, 2))
+            reply = rendezvous.receive(connection)
+            if reply.get("kind") == "replaced":  # a server of another version, now gone: start ours
+                time.sleep(0.05)
+                continue
+            if reply.get("kind") != "started":
+                why = f"it answered {reply.get('message') or reply.get('kind')!r}"
+                break
+            return _wait_for_exit(connection, reply["pid"])
+        except KeyboardInterrupt:
+            return 130  # the connection closes: the server stops the command
+        except (OSError, ValueError, ConnectionError, KeyError, TypeError) as exc:
+            why = str(exc) or type(exc).__name__
+            break
+        finally:
+            connection.close()
+    _warn(f"the compile server failed ({why}); compiling in this process")
+    return None
+
+
+def _wait_for_exit(connection, supervisor):
+    """The command's exit code. The command may run long (its tools have their own time limits); the
+    supervisor's end without an answer is the server's failure."""
+    connection.settimeout(1.0)
+    while True:
+        try:
+            reply = rendezvous.receive(connection)
+        except TimeoutError:
+            try:
+                os.kill(supervisor, 0)
+            except ProcessLookupError:
+                raise ConnectionError("the server's process for this compile ended without an answer") from None
+            continue
+        if reply.get("kind") == "exit":
+            return int(reply["code"])
+        raise ValueError(f"unexpected answer {reply.get('kind')!r}")
+
+
+def _warn(text):
+    sys.stderr.write(f"mlirgpu: warning: {text}\n")
+    sys.stderr.flush()
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
+        code = run_remote(argv)
+        if code is not None:
+            return code
+    from .cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Where the compile server of this installation listens, whether a server may serve this client, and how to
+reach, start and stop it: what the thin client (mlirgpu.client), the server (mlirgpu.service), the command line
+(`mlirgpu server ...`) and the SCons tool's workers agree on. It imports nothing heavy, since every `mlirgpu
+compile` runs it before anything else.
+
+    MLIRGPU_SERVER=off           compile in the calling process, as without a server
+    MLIRGPU_SERVER_DIR           the server's folder (default $XDG_RUNTIME_DIR/mlirgpu, else /tmp/mlirgpu-<uid>)
+    MLIRGPU_SERVER_IDLE=600      seconds a server waits for a request before it exits
+    MLIRGPU_SERVER_TIMEOUT=10    seconds a client waits for a server to start or to take its request
+
+The folder must be the user's own and closed to others (mode 700); a server's socket there is named after the
+installation (the package's folder and the Python running it), so two checkouts of the project each get their
+own server. The installation's contents (this package's files, its version, llvmlite's library) make the
+`fingerprint` a client sends with each request: a server with another fingerprint stops, and the client starts
+a current one.
+"""
+import _socket
+import array
+import json
+import os
+import stat
+import sys
+import time
+import zlib
+
+from .version import __version__
+
+PACKAGE = os.path.dirname(os.path.realpath(__file__))  # one name, whichever link SCons loaded it through
+DEFAULT_IDLE = 600
+
+
+class Unavailable(Exception):
+    """No server may be used (the folder is not private, or cannot be made)."""
+
+
+def wanted():
+    """False when `$MLIRGPU_SERVER` turns the server off (off, 0, no, false)."""
+    return os.environ.get("MLIRGPU_SERVER", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def idle_seconds():
+    text = os.environ.get("MLIRGPU_SERVER_IDLE", "").strip()
+    try:
+        return max(1.0, float(text)) if text else DEFAULT_IDLE
+    except ValueError:
+        return DEFAULT_IDLE
+
+
+def folder():
+    """The server folder, made if missing; Unavailable unless it is a directory of this user that no one else
+    may enter (a socket there is then reachable by this user only)."""
+    path = os.environ.get("MLIRGPU_SERVER_DIR") or (
+        os.path.join(os.environ["XDG_RUNTIME_DIR"], "mlirgpu") if os.environ.get("XDG_RUNTIME_DIR")
+        else os.path.join("/tmp", f"mlirgpu-{os.getuid()}"))
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise Unavailable(f"cannot make {path}: {exc.strerror}") from None
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise Unavailable(f"{path} is not a folder of this user closed to others (mode 700)")
+    return path
+
+
+def installation():
+    """This installation's name: the package's folder and the Python running it (the folder of its executable,
+    which tells virtual environments apart, and the interpreter whatever link named it; not `sys.prefix`, which a
+    server started with `-S` does not set)."""
+    executable = os.path.abspath(sys.executable)
+    return f"{os.path.dirname(executable)}\0{os.path.realpath(executable)}\0{sys.version}\0{PACKAGE}"
+
+
+def socket_path(directory):
+    return os.path.join(directory, f"server-{zlib.crc32(installation().encode()):08x}.sock")
+
+
+def fingerprint():
+    """What a server must have been started from to serve this client: the version, and the size and time of
+    every file of the package and of llvmlite's library (an upgrade or an edit changes it)."""
+    parts = [__version__, installation()]
+    for root in (PACKAGE, os.path.join(PACKAGE, "targets")):
+        for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
+            if entry.name.endswith(".py"):
+                info = entry.stat()
+                parts.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
+    parts.append(_llvmlite_library_stat())
+    return f"{zlib.crc32(chr(1).join(parts).encode()):08x}"
+
+
+def _llvmlite_library_stat():
+    for entry in sys.path:
+        folder = os.path.join(entry or ".", "llvmlite", "binding")
+        if os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                if name.startswith("libllvmlite"):
+                    info = os.stat(os.path.join(folder, name))
+                    return f"{name}:{info.st_size}:{info.st_mtime_ns}"
+            return "llvmlite without a library"
+    return "no llvmlite"
+
+
+def timeout():
+    """Seconds a client waits for a server to start or to take a request (`$MLIRGPU_SERVER_TIMEOUT`)."""
+    try:
+        return max(0.1, float(os.environ.get("MLIRGPU_SERVER_TIMEOUT", "10")))
+    except ValueError:
+        return 10.0
+
+
+def connect(path):
+    """A connection to the server listening on `path`, or None."""
+    connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    try:
+        connection.settimeout(timeout())
+        connection.connect(path)
+        return connection
+    except OSError:
+        connection.close()
+        return None
+
+
+def receive(connection):
+    """The server's next message (JSON); ConnectionError when it closed the connection."""
+    data = connection.recv(1 << 16)
+    if not data:
+        raise ConnectionError("the server closed the connection")
+    return json.loads(data)
+
+
+def start_server(directory):
+    """Start a server for this installation in the background (it exits at once if another one got there
+    first) and wait until one answers; its connection, or None."""
+    import subprocess
+
+    path = socket_path(directory)
+    root = os.path.dirname(PACKAGE)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(
+        [root] + [os.path.abspath(p) for p in sys.path if p and os.path.exists(p)])))
+    log = os.path.join(directory, "server.log")
+    with open(log, "a"):
+        pass
+    subprocess.Popen([sys.executable, "-S", "-m", "mlirgpu.service", directory], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                     env=environment, cwd="/")
+    deadline = time.monotonic() + timeout()
+    while time.monotonic() < deadline:
+        connection = connect(path)
+        if connection is not None:
+            return connection
+        time.sleep(0.01)
+    return None
+
+
+def request(connection, message, fds=()):
+    """Send `message` (JSON) with file descriptors `fds`."""
+    data = json.dumps(message).encode("utf-8")
+    if len(data) > (1 << 20):
+        raise ValueError("the request is larger than a server takes")
+    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+    connection.sendmsg([data], ancillary)
+
+
+def server_command(action):
+    """`mlirgpu server start|stop|status`."""
+    try:
+        directory = folder()
+    except Unavailable as exc:
+        sys.stderr.write(f"mlirgpu: error: {exc} (fix: set MLIRGPU_SERVER_DIR to a private folder)\n")
+        return 1
+    path = socket_path(directory)
+    connection = connect(path)
+    if action == "start":
+        connection = connection or start_server(directory)
+        if connection is None:
+            sys.stderr.write(f"mlirgpu: error: the compile server did not start (see {directory}/server.log)\n")
+            return 1
+    if connection is None:
+        print(f"no compile server for this installation ({path})")
+        return 0 if action == "stop" else 3
+    try:
+        request(connection, {"kind": "stop" if action == "stop" else "status"})
+        reply = receive(connection)
+    finally:
+        connection.close()
+    if action == "stop":
+        print(f"stopped the compile server (pid {reply.get('pid')})")
+        return 0
+    if reply.get("fingerprint") != fingerprint():
+        print("the compile server is of another version of this installation (the next compile replaces it)")
+    served = reply.get("served", {})
+    print(f"compile server pid {reply['pid']}, up {time.time() - reply['started']:.0f} s, socket {path}\n"
+          f"served {served.get('run', 0)} commands and {served.get('zygote', 0)} builds' workers; "
+          f"refused {served.get('refused', 0)}; log {reply.get('log')}")
+    return 0

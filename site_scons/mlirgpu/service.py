@@ -1,0 +1,346 @@
+"""The compile server: one process per user and installation that keeps Python, the package and LLVM warm, so a
+`mlirgpu compile` pays neither start-up (the client is mlirgpu.client; `python -m mlirgpu.service FOLDER`
+runs a server, which clients start on first use).
+
+A request is one message on the server's Unix socket (SOCK_SEQPACKET, in a folder only its user may enter; the
+peer's uid is checked again with SO_PEERCRED, and a request is at most 1 MiB of JSON):
+
+    run       argv, folder, environment and umask of a `mlirgpu compile|list-outputs`, with the client's
+              stdin, stdout and stderr (SCM_RIGHTS). The server forks a supervisor, which forks the command:
+              it runs `mlirgpu.cli` in the client's folder and environment, writing to the client's own
+              streams, and forks its LLVM workers from itself. The supervisor answers `started`, then `exit`
+              with the command's exit code, and kills the command if the client goes away first.
+    zygote    a build tool's (SCons's) request for workers: a child of the server serves the connection as
+              mlirgpu.workers' zygote, forking warm workers for the build until it closes the connection.
+    status    the server's pid, fingerprint, start time and what it served.
+    stop      the server exits (after answering).
+
+A `run` or `zygote` request carries the client's fingerprint (mlirgpu.rendezvous): a server of another one
+answers `replaced` and exits, so an upgraded or edited installation is never served by old code. The server
+exits when idle for `$MLIRGPU_SERVER_IDLE` seconds, or when its socket is removed or taken by another server.
+Its own messages (and LLVM's) go to `server.log` in its folder.
+"""
+import socket as _socket
+import contextlib
+import fcntl
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+
+from . import rendezvous
+
+MAX_REQUEST = 1 << 20
+
+
+def _reply(connection, value):
+    with contextlib.suppress(OSError):
+        connection.send(json.dumps(value).encode("utf-8"))
+
+
+def _passed_fds(ancillary):
+    fds = []
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
+    return fds
+
+
+def peer_uid(connection):
+    """The uid of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    _pid, uid, _gid = struct.unpack("3i", connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,
+                                                                struct.calcsize("3i")))
+    return uid
+
+
+class Server:
+    def __init__(self, directory):
+        self.directory = directory
+        self.path = rendezvous.socket_path(directory)
+        self.log_path = os.path.join(directory, "server.log")
+        self.fingerprint = rendezvous.fingerprint()
+        self.started = time.time()
+        self.served = {"run": 0, "zygote": 0, "refused": 0}
+        self.children = set()  # supervisors and zygotes
+        self.pool = []  # prestarted tools (process._Prestarted) for the next commands
+        self.spares = []  # prestarted tools (Popen) handed to commands, reaped once they end
+        self.listener = None
+        self.inode = None
+
+    # Start-up: one server per socket, whoever starts it (concurrent first use).
+
+    def listen(self):
+        """Bind the socket unless a live server holds it (then return False). Under the folder's lock, so of
+        clients starting servers at once, one server binds and the others exit."""
+        with open(os.path.join(self.directory, "server.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _answers(self.path):
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+            listener.bind(self.path)
+            os.chmod(self.path, 0o600)
+            listener.listen(64)
+            self.inode = os.stat(self.path).st_ino
+        self.listener = listener
+        return True
+
+    def boot(self):
+        """Import and initialize everything a compile needs, once: requests fork from this state."""
+        from . import workers
+        from .toolchain import LLVM_MAJOR
+
+        self.entry_points = workers.boot(self.log_path, LLVM_MAJOR)
+        from . import api, batch, cli, planning, scan  # noqa: F401 - imported now, so requests fork with them
+
+        cli._parser()
+        self._prestart()
+
+    def _prestart(self):
+        """mlir-translates of this server's environment, loaded and waiting for the next commands' input (two:
+        a build runs commands two at a time or more)."""
+        from . import mlirtools, process
+        from .errors import CompileError
+
+        while len(self.pool) < 2:
+            try:
+                self.pool.append(process.prestart(mlirtools.translate_argv()))
+            except (CompileError, OSError):
+                return
+
+    # The loop.
+
+    def run(self):
+        idle = rendezvous.idle_seconds()
+        last = time.monotonic()
+        self.listener.settimeout(1.0)
+        while True:
+            self._reap()
+            if time.monotonic() - last > idle and not self.children:
+                break
+            if not self._still_ours():
+                break
+            try:
+                connection, _address = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                continue
+            try:
+                handled = self._handle(connection)
+            finally:
+                connection.close()
+            if handled == "stop":
+                break
+            if handled == "served":  # asking for the status is no work: it does not keep a server alive
+                last = time.monotonic()
+        self._close()
+
+    def _still_ours(self):
+        try:
+            return os.stat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def _close(self):
+        for ready in self.pool:
+            ready.close()
+        if self._still_ours():
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        self.listener.close()
+
+    def _reap(self):
+        self.spares = [spare for spare in self.spares if spare.poll() is None]
+        self.pool = [ready for ready in self.pool if ready.process.poll() is None or ready.close()]
+        for pid in list(self.children):
+            with contextlib.suppress(ChildProcessError):
+                done, _status = os.waitpid(pid, os.WNOHANG)
+                if not done:
+                    continue
+            self.children.discard(pid)
+
+    def _handle(self, connection):
+        if peer_uid(connection) != os.getuid():
+            self.served["refused"] += 1
+            print(f"mlirgpu server: refused a connection of uid {peer_uid(connection)}", file=sys.stderr, flush=True)
+            return None
+        connection.settimeout(10)
+        try:
+            data, ancillary, flags, _address = connection.recvmsg(MAX_REQUEST, _socket.CMSG_SPACE(3 * 4))
+        except OSError:
+            return None
+        fds = _passed_fds(ancillary)
+        try:
+            if flags & (_socket.MSG_TRUNC | _socket.MSG_CTRUNC):
+                _reply(connection, {"kind": "error", "message": "request too large"})
+                return None
+            try:
+                request = json.loads(data)
+                kind = request["kind"]
+            except (ValueError, KeyError, TypeError):
+                _reply(connection, {"kind": "error", "message": "not a request"})
+                return None
+            if kind == "status":
+                _reply(connection, {"kind": "status", "pid": os.getpid(), "fingerprint": self.fingerprint,
+                                    "started": self.started, "served": self.served, "log": self.log_path})
+                return None
+            if kind == "stop":
+                _reply(connection, {"kind": "stopped", "pid": os.getpid()})
+                return "stop"
+            if kind not in ("run", "zygote"):
+                _reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
+                return None
+            if request.get("fingerprint") != self.fingerprint:
+                _reply(connection, {"kind": "replaced"})  # the client starts a server of its own version
+                return "stop"
+            if kind == "run" and len(fds) != 3:
+                _reply(connection, {"kind": "error", "message": "a run request carries stdin, stdout, stderr"})
+                return None
+            self.served[kind] += 1
+            spare = self.pool.pop(0) if kind == "run" and self.pool else None
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    self.listener.close()
+                    for ready in self.pool:  # the server's, not this command's
+                        ready.close()
+                    if kind == "run":
+                        _supervise(connection, fds, request, spare)
+                    else:
+                        _zygote(connection, self.entry_points, self.log_path)
+                finally:
+                    os._exit(1)
+            self.children.add(pid)
+            if spare is not None:  # the command's now: start the next one
+                spare.close()
+                self.spares.append(spare.process)
+                self._prestart()
+            return "served"
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+def _answers(path):
+    """Whether a server answers on `path` now."""
+    try:
+        probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        probe.settimeout(5)
+        probe.connect(path)
+        probe.send(b'{"kind": "status"}')
+        return bool(probe.recv(1 << 16))
+    except OSError:
+        return False
+
+
+def _supervise(connection, fds, request, spare):
+    """The supervisor of one `run`: fork the command, tell the client, and wait for the command to end (its
+    exit code goes to the client) or for the client to go away (the command is killed)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            connection.close()
+            _command(fds, request, spare)
+        except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(1)
+    if spare is not None:
+        spare.close()  # the command's, not ours
+    _reply(connection, {"kind": "started", "pid": os.getpid()})
+    ended = os.pidfd_open(pid)
+    while True:
+        ready, _w, _x = select.select([connection, ended], [], [])
+        if ended in ready:
+            _done, status = os.waitpid(pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            if code < 0:  # the command itself died: a bug of ours, said as the command would
+                with contextlib.suppress(OSError):
+                    os.write(fds[2], f"mlirgpu: error: internal error: the compile ended by signal {-code} "
+                                     "(fix: please report it; MLIRGPU_SERVER=off compiles without the server)\n"
+                             .encode())
+                code = 1
+            _reply(connection, {"kind": "exit", "code": code})
+            os._exit(0)
+        if connection in ready:  # the client sent something or went away: either way it no longer waits
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)  # its workers die with it
+            os.waitpid(pid, 0)
+            os._exit(0)
+
+
+def _command(fds, request, spare):
+    """Run `mlirgpu <argv>` as the client would have run it: its streams, folder, environment and umask; with
+    the prestarted mlir-translate the server handed over (used if the client's environment finds the same)."""
+    from . import process, toolchain, workers
+    from .workers import die_with_parent
+
+    die_with_parent(os.getppid())
+    for number, fd in enumerate(fds):
+        os.dup2(fd, number)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding="utf-8", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    os.umask(request["umask"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    toolchain.forget()
+    tempfile.tempdir = None  # found again from the client's TMPDIR
+    process.adopt(spare)
+    workers.fork_here()
+    code = 1
+    try:
+        os.chdir(request["cwd"])
+        from .cli import main
+
+        code = main(list(request["argv"]))
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except OSError as exc:
+        print(f"mlirgpu: error: cannot enter {request['cwd']}: {exc.strerror}", file=sys.stderr)
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        workers.shutdown()  # its workers' logs and scratch folders go, as at the end of an in-process command
+    os._exit(code)
+
+
+def _zygote(connection, entry_points, log_path):
+    """Serve `connection` as a zygote of mlirgpu.workers for a build tool, until it closes it."""
+    from .workers import serve_zygote
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _reply(connection, {"kind": "zygote", "pid": os.getpid(), "log": log_path})
+    connection.settimeout(None)
+    serve_zygote(connection, entry_points)
+
+
+def main(directory):
+    with contextlib.suppress(OSError):
+        os.setsid()  # no terminal's signals: the server outlives the command that started it
+    with open(os.path.join(directory, "server.log"), "a"):
+        pass
+    server = Server(directory)
+    if not server.listen():
+        return 0
+    server.boot()
+    server.run()
+    return 0
+
+
+if __name__ == "__main__":
+    from mlirgpu import service as _package_module  # the package's module object, which the workers import
+
+    sys.exit(_package_module.main(sys.argv[1]))

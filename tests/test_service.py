@@ -1,0 +1,343 @@
+"""The compile server and its thin client: every command gives the same outputs, messages and exit codes as in
+process; a server of an edited installation is replaced; other users are refused; a server that dies, hangs or
+answers garbage costs one warning line and an in-process compile; a killed client stops its compile; clients
+starting at once end with one server; SCons builds take their workers from a running server."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import CORPUS, ROOT, instantiate
+from hostile_cases import CASES
+from sconsutil import SCONS, TOOLPATH
+from test_hostile_input import _fill, _materialise
+
+PACKAGE_ROOT = os.path.join(ROOT, "site_scons")
+
+
+def _server_env(tmp_path, **extra):
+    folder = tmp_path / "server"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return dict(os.environ, PYTHONPATH=PACKAGE_ROOT, MLIRGPU_SERVER="on", MLIRGPU_SERVER_DIR=str(folder),
+                MLIRGPU_SERVER_IDLE="60", **extra)
+
+
+@pytest.fixture
+def server_env(tmp_path):
+    env = _server_env(tmp_path)
+    yield env
+    subprocess.run([sys.executable, "-m", "mlirgpu", "server", "stop"], env=env, capture_output=True)
+
+
+def mlirgpu(*args, env, cwd=None, **kw):
+    return subprocess.run([sys.executable, "-m", "mlirgpu", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+def status(env):
+    run = mlirgpu("server", "status", env=env)
+    match = re.search(r"compile server pid (\d+)", run.stdout)
+    served = re.search(r"served (\d+) commands and (\d+) builds' workers; refused (\d+)", run.stdout)
+    return (int(match.group(1)) if match else None), (tuple(int(n) for n in served.groups()) if served else None)
+
+
+def _tree(folder):
+    found = {}
+    for directory, _dirs, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path) or os.path.islink(path):  # FIFOs and links the cases make: by kind
+                found[os.path.relpath(path, folder)] = "link" if os.path.islink(path) else "special"
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read()
+            if name.endswith("mlirgpu.json"):
+                record = json.loads(data)
+                for job in record.get("jobs", []):
+                    job.pop("stages", None)
+                data = json.dumps(record, sort_keys=True).encode()
+            found[os.path.relpath(path, folder)] = data
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_hostile_case_reads_the_same_through_the_server(name, tmp_path, server_env):
+    """The bad-input table through both paths, in twin folders: the same exit code, the same error line, the
+    same files left (none where the compile failed)."""
+    case = CASES[name]
+    results = {}
+    for mode in ("off", "on"):
+        work = tmp_path / mode / "work"
+        work.mkdir(parents=True)
+        (tmp_path / mode / "tmp").mkdir()
+        source = _materialise(work, name, case)
+        args = [_fill(arg, work, source) for arg in case.args]
+        if "-o" not in args:
+            args = ["-o", "out.o", *args]
+        env = dict(server_env, MLIRGPU_SERVER=mode, TMPDIR=str(tmp_path / mode / "tmp"), **case.env)
+        run = mlirgpu("compile", os.path.basename(source) if source.startswith(str(work)) else source, *args,
+                      env=env, cwd=work)
+        stderr = run.stderr.replace(str(tmp_path / mode), "<case>")
+        results[mode] = (run.returncode, run.stdout, stderr, _tree(work), os.listdir(tmp_path / mode / "tmp"))
+    assert results["on"] == results["off"]
+    assert "warning: the compile server" not in results["on"][2]
+
+
+def test_outputs_messages_and_listings_are_the_same(tmp_path, server_env, cuda_root):
+    """A compile with every output (dumps, header, depfile, warnings), `list-outputs`, and a usage error."""
+    source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
+    empty = tmp_path / "empty.mlir"
+    empty.write_text('gpu.module @e [#nvvm.target<chip = "sm_80">] {\n  llvm.func @f() { llvm.return }\n}\n')
+    commands = [
+        ["compile", source, "-o", "k.o", "--dump-intermediates", "D", "--header", "k.h", "--depfile", "k.d",
+         "--toolkit", cuda_root],
+        ["compile", str(empty), "-o", "e.o"],
+        ["list-outputs", source, "-o", "k.o", "--dump-intermediates", "D"],
+        ["compile", source],
+        ["compile", source, "-o", "x.o", "--format", "nonsense"],
+    ]
+    results = {}
+    for mode in ("off", "on"):
+        work = tmp_path / mode
+        work.mkdir()
+        runs = [mlirgpu(*command, env=dict(server_env, MLIRGPU_SERVER=mode, MLIRGPU_CACHE="off"), cwd=work)
+                for command in commands]
+        results[mode] = ([(run.returncode, run.stdout, run.stderr) for run in runs], _tree(work))
+    assert results["on"] == results["off"]
+    assert results["on"][0][1][2].count("has no kernels") == 1
+    assert status(server_env)[1][0] >= len(commands)
+
+
+def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
+    package = tmp_path / "install"
+    shutil.copytree(PACKAGE_ROOT, package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(_server_env(tmp_path), PYTHONPATH=str(package))
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    try:
+        assert mlirgpu("compile", source, "-o", str(tmp_path / "a.o"), env=env).returncode == 0
+        first, _ = status(env)
+        assert first
+        version = package / "mlirgpu" / "version.py"
+        version.write_text(version.read_text() + "\n# an upgrade\n")
+        run = mlirgpu("compile", source, "-o", str(tmp_path / "b.o"), env=env)
+        assert run.returncode == 0 and run.stderr == ""
+        second, served = status(env)
+        assert second and second != first and served[0] == 1
+        deadline = time.monotonic() + 10
+        while _running(first) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(first)
+    finally:
+        mlirgpu("server", "stop", env=env)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another user")
+def test_another_user_is_refused(tmp_path, server_env):
+    folder = tempfile.mkdtemp(dir="/tmp", prefix="mlirgpu-test-server-")  # others can reach it (not tmp_path)
+    server_env["MLIRGPU_SERVER_DIR"] = folder
+    mlirgpu("server", "start", env=server_env)
+    path = next(os.path.join(folder, name) for name in os.listdir(folder) if name.endswith(".sock"))
+    os.chmod(folder, 0o711)  # the folder would keep others out; open it to reach the uid check
+    os.chmod(path, 0o777)
+    try:
+        probe = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.settimeout(10); "
+                 f"s.connect({path!r})\ntry:\n  s.send(b'{{\"kind\": \"status\"}}'); print(repr(s.recv(65536)))\n"
+                 "except (BrokenPipeError, ConnectionResetError):\n  print(repr(b''))")
+        run = subprocess.run([shutil.which("python3", path="/usr/bin:/bin"), "-c", probe], capture_output=True, text=True,
+                             user=65534, timeout=30, cwd="/")
+    finally:
+        os.chmod(folder, 0o700)
+    try:
+        assert run.stdout.strip() == "b''", run.stdout + run.stderr  # closed without an answer
+        assert status(server_env)[1][2] == 1
+    finally:
+        mlirgpu("server", "stop", env=server_env)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _slow_ptxas_toolkit(tmp_path, cuda_root, seconds):
+    """A CUDA root whose ptxas sleeps (and says so by a file) before compiling; fault tests run with the stage
+    cache off, so that ptxas runs every time."""
+    toolkit = tmp_path / "cuda"
+    (toolkit / "bin").mkdir(parents=True)
+    for name in ("nvvm", "include"):
+        if os.path.exists(os.path.join(cuda_root, name)):
+            os.symlink(os.path.join(cuda_root, name), toolkit / name)
+    (toolkit / "bin" / "fatbinary").symlink_to(os.path.join(cuda_root, "bin", "fatbinary"))
+    ptxas = toolkit / "bin" / "ptxas"
+    ptxas.write_text(f'#!/bin/sh\ncase "$*" in *-arch*) touch {tmp_path}/in-ptxas; sleep {seconds};; esac\n'
+                     f'exec {os.path.join(cuda_root, "bin", "ptxas")} "$@"\n')
+    ptxas.chmod(0o755)
+    return str(toolkit)
+
+
+def _wait_for(path, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def test_a_killed_server_costs_a_warning_and_an_in_process_compile(tmp_path, server_env, cuda_root):
+    server_env["MLIRGPU_CACHE"] = "off"
+    toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, 2)
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    reference = mlirgpu("compile", source, "-o", str(tmp_path / "ref.o"), "--toolkit", toolkit,
+                        env=dict(server_env, MLIRGPU_SERVER="off"))
+    assert reference.returncode == 0
+    os.unlink(tmp_path / "in-ptxas")
+    mlirgpu("server", "start", env=server_env)
+    server, _ = status(server_env)
+    client = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "k.o"),
+                               "--toolkit", toolkit], env=server_env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    _wait_for(tmp_path / "in-ptxas")
+    os.killpg(os.getpgid(server), signal.SIGKILL)  # the server and every process of its compile
+    _out, err = client.communicate(timeout=120)
+    assert client.returncode == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlirgpu: warning: the compile server failed"), err
+    assert lines[0].endswith("compiling in this process")
+    assert (tmp_path / "k.o").read_bytes() == (tmp_path / "ref.o").read_bytes()
+
+
+def test_a_compile_outlives_its_server_but_not_its_client(tmp_path, server_env, cuda_root):
+    """kill -9 of the server process alone: the compile in flight finishes and answers. kill -9 of the client:
+    its compile is stopped, and nothing is written afterwards."""
+    server_env["MLIRGPU_CACHE"] = "off"
+    toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, 1)
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    mlirgpu("server", "start", env=server_env)
+    server, _ = status(server_env)
+    client = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "a.o"),
+                               "--toolkit", toolkit], env=server_env, stderr=subprocess.PIPE, text=True)
+    _wait_for(tmp_path / "in-ptxas")
+    os.kill(server, signal.SIGKILL)
+    _out, err = client.communicate(timeout=120)
+    assert client.returncode == 0 and err == "" and (tmp_path / "a.o").exists()
+    os.unlink(tmp_path / "in-ptxas")
+    client = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "b.o"),
+                               "--toolkit", toolkit], env=server_env, stderr=subprocess.PIPE, text=True)
+    _wait_for(tmp_path / "in-ptxas")
+    client.kill()
+    client.wait()
+    time.sleep(2.5)  # the compile, had it survived, would have written by now
+    assert not (tmp_path / "b.o").exists()
+
+
+def test_clients_starting_at_once_end_with_one_server(tmp_path, server_env):
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    clients = [subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / f"{i}.o")],
+                                env=server_env, stderr=subprocess.PIPE, text=True) for i in range(6)]
+    for client in clients:
+        _out, err = client.communicate(timeout=120)
+        assert client.returncode == 0 and err == "", err
+    folder = server_env["MLIRGPU_SERVER_DIR"]
+    servers = [pid for pid in os.listdir("/proc")
+               if pid.isdigit() and _running(pid) and _cmdline(pid).endswith(f"mlirgpu.service {folder}")]
+    assert len(servers) == 1, servers
+    assert status(server_env)[1][0] == 6
+    outputs = {(tmp_path / f"{i}.o").read_bytes() for i in range(6)}
+    assert len(outputs) == 1
+
+
+def _running(pid):
+    """Whether process `pid` runs (a zombie, which no init may reap in a container, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def test_an_idle_server_exits(tmp_path):
+    env = dict(_server_env(tmp_path), MLIRGPU_SERVER_IDLE="1")
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    assert mlirgpu("compile", source, "-o", str(tmp_path / "k.o"), env=env).returncode == 0
+    pid, _ = status(env)
+    deadline = time.monotonic() + 20
+    while status(env)[0] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert status(env)[0] is None
+    time.sleep(0.5)
+    assert not _running(pid)
+
+
+@pytest.mark.parametrize("answer", [None, b"garbage, not JSON", b'{"kind": "started"}'])
+def test_a_hanging_or_garbled_server_costs_a_warning(tmp_path, answer):
+    """Something listens on the server's socket and never answers, answers garbage, or says `started` and
+    then closes: the client compiles in its own process, with one warning line."""
+    env = dict(_server_env(tmp_path), MLIRGPU_SERVER_TIMEOUT="1")
+    code = (f"import socket, sys; sys.path.insert(0, {PACKAGE_ROOT!r}); from mlirgpu import rendezvous; "
+            f"s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); "
+            f"s.bind(rendezvous.socket_path({env['MLIRGPU_SERVER_DIR']!r})); s.listen(8); print('ready', flush=True)\n"
+            f"while True:\n  c, _ = s.accept(); c.recv(1 << 20)\n"
+            + ("  c.send(" + repr(answer) + "); c.close()\n" if answer else "  pass\n"))
+    fake = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fake.stdout.readline().strip() == "ready"
+        source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+        run = mlirgpu("compile", source, "-o", str(tmp_path / "k.o"), env=env)
+        assert run.returncode == 0 and (tmp_path / "k.o").exists()
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and "warning: the compile server failed" in lines[0], run.stderr
+    finally:
+        fake.kill()
+
+
+def test_a_folder_others_can_enter_is_not_used(tmp_path):
+    env = _server_env(tmp_path)
+    os.chmod(env["MLIRGPU_SERVER_DIR"], 0o755)
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    run = mlirgpu("compile", source, "-o", str(tmp_path / "k.o"), env=env)
+    assert run.returncode == 0 and (tmp_path / "k.o").exists()
+    assert run.stderr.strip() == (f"mlirgpu: warning: the compile server is not used: {env['MLIRGPU_SERVER_DIR']} "
+                                  "is not a folder of this user closed to others (mode 700)")
+    assert not [name for name in os.listdir(env["MLIRGPU_SERVER_DIR"]) if name.endswith(".sock")]
+
+
+def test_scons_takes_its_workers_from_a_running_server(tmp_path, server_env):
+    project = tmp_path / "p"
+    project.mkdir()
+    shutil.copy(instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "a.mlir", "gfx942", 3), project)
+    shutil.copy(instantiate(os.path.join(CORPUS, "multi_kernel.rocdl.mlir"), tmp_path / "b.mlir", "gfx942", 3),
+                project)
+    (project / "SConstruct").write_text(f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+                                        "env.GpuObject('a', 'a.mlir')\nenv.GpuObject('b', 'b.mlir')\n")
+    off = subprocess.run([SCONS, "-Q", "-j2", "DUMP=1"], cwd=project, env=dict(server_env, MLIRGPU_SERVER="off"),
+                         capture_output=True, text=True)
+    assert off.returncode == 0, off.stderr
+    reference = _tree(project / "a.dumps") | _tree(project / "b.dumps")
+    objects = [(project / name).read_bytes() for name in ("a.o", "b.o")]
+    subprocess.run([SCONS, "-Q", "-c"], cwd=project, env=server_env, check=True, capture_output=True)
+    mlirgpu("server", "start", env=server_env)
+    on = subprocess.run([SCONS, "-Q", "-j2", "DUMP=1"], cwd=project, env=server_env, capture_output=True, text=True)
+    assert on.returncode == 0, on.stderr
+    assert status(server_env)[1][1] == 1  # one build's workers
+    assert _tree(project / "a.dumps") | _tree(project / "b.dumps") == reference
+    assert [(project / name).read_bytes() for name in ("a.o", "b.o")] == objects
+
+
+def test_server_commands(tmp_path, server_env):
+    assert mlirgpu("server", "status", env=server_env).returncode == 3  # none yet
+    start = mlirgpu("server", "start", env=server_env)
+    assert start.returncode == 0 and "compile server pid" in start.stdout
+    assert mlirgpu("server", "stop", env=server_env).stdout.startswith("stopped the compile server (pid ")
+    assert status(server_env)[0] is None
+    socket_files = [name for name in os.listdir(server_env["MLIRGPU_SERVER_DIR"]) if name.endswith(".sock")]
+    assert socket_files == []
