@@ -33,6 +33,7 @@ import tempfile
 import time
 
 from . import rendezvous
+from .workers import passed_fds
 
 MAX_REQUEST = 1 << 20
 
@@ -40,14 +41,6 @@ MAX_REQUEST = 1 << 20
 def _reply(connection, value):
     with contextlib.suppress(OSError):
         connection.send(json.dumps(value).encode("utf-8"))
-
-
-def _passed_fds(ancillary):
-    fds = []
-    for level, kind, payload in ancillary:
-        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
-    return fds
 
 
 def peer_uid(connection):
@@ -175,7 +168,7 @@ class Server:
             data, ancillary, flags, _address = connection.recvmsg(MAX_REQUEST, _socket.CMSG_SPACE(3 * 4))
         except OSError:
             return None
-        fds = _passed_fds(ancillary)
+        fds = passed_fds(ancillary)
         try:
             if flags & (_socket.MSG_TRUNC | _socket.MSG_CTRUNC):
                 _reply(connection, {"kind": "error", "message": "request too large"})

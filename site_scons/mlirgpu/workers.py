@@ -546,7 +546,7 @@ def serve_zygote(control, entry_points):
             data = b""
         if not data:
             os._exit(0)  # the caller is gone; the workers end on their own when their pipes close
-        fds = _passed_fds(ancillary)
+        fds = passed_fds(ancillary)
         try:
             request = pickle.loads(data)
         except Exception:  # noqa: BLE001 - not our protocol: the caller is told nothing and its workers fail
@@ -584,7 +584,7 @@ def serve_zygote(control, entry_points):
             os.close(fd)
 
 
-def _passed_fds(ancillary):
+def passed_fds(ancillary):
     """The file descriptors an SCM_RIGHTS message carried."""
     fds = []
     for level, kind, payload in ancillary:
