@@ -19,7 +19,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MLIRGPU = [sys.executable, "-m", "mlirgpu"]
+# The `mlirgpu` command as users run it (the virtual environment's script; `python -m` adds runpy's imports).
+_SCRIPT = os.path.join(os.path.dirname(sys.executable), "mlirgpu")
+MLIRGPU = [_SCRIPT] if os.access(_SCRIPT, os.X_OK) else [sys.executable, "-m", "mlirgpu"]
 
 
 def environment(base, server, cache):

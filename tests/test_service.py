@@ -185,6 +185,24 @@ def _wait_for(path, seconds=60):
         time.sleep(0.02)
 
 
+def test_a_clients_streams_close_when_it_exits(tmp_path, server_env, cuda_root):
+    """A build tool (Ninja, make) reads a command's output until every copy of its pipe is closed: nothing the
+    server keeps (prestarted tools, the command winding down its workers) may hold a client's streams."""
+    import select
+
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    mlirgpu("server", "start", env=server_env)
+    for index in range(4):
+        client = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o",
+                                   str(tmp_path / f"{index}.o"), "--toolkit", cuda_root],
+                                  env=server_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert client.wait(timeout=120) == 0
+        for stream in (client.stdout, client.stderr):
+            readable, _w, _x = select.select([stream], [], [], 5)
+            assert readable and stream.read() == b"", f"compile {index}: its stream stays open after it exited"
+    assert status(server_env)[1][0] >= 4
+
+
 def test_a_killed_server_costs_a_warning_and_an_in_process_compile(tmp_path, server_env, cuda_root):
     server_env["MLIRGPU_CACHE"] = "off"
     toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, 2)

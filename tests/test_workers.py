@@ -80,3 +80,22 @@ def test_workers_end_with_the_caller(forking):
         os.kill(pid, 0)  # gone, not a zombie either: reaped
     if forking:
         assert zygote.process.returncode == 0
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_prestarted_tool_reports_its_exit_in_a_process_with_many_descriptors(code):
+    """A prestarted tool's exit status reaches its user whatever descriptor numbers the starting process has
+    taken (a busy compile server holds more than ten; POSIX shells read one digit in a redirection)."""
+    from mlirgpu import process
+
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(12)]
+    try:
+        argv = ["/bin/sh", "-c", f"cat; echo out; echo err >&2; exit {code}"]
+        ready = process.prestart(argv)
+        assert ready.status > 9
+        process.adopt(ready)
+        result = process.run(argv, "a prestarted tool", input=b"in\n")
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert (result.returncode, result.stdout, result.stderr) == (code, b"in\nout\n", b"err\n")

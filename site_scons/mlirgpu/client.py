@@ -80,10 +80,15 @@ def _warn(text):
 
 
 def main(argv=None):
+    command = argv is None
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
         code = run_remote(argv)
         if code is not None:
+            if command:  # the command is done: the interpreter's teardown would only delay the build tool
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
             return code
     from .cli import main as cli_main
 

@@ -5,6 +5,7 @@ limit is reported by name; a non-zero exit is returned to the caller, which know
 """
 import contextlib
 import contextvars
+import fcntl
 import os
 import re
 import select
@@ -55,52 +56,77 @@ def bounded(argv, seconds, input=None):
 class _Prestarted:
     """A tool started before its input exists: it has loaded its program and waits on its stdin (MLIR's tools
     spend most of a small run loading libMLIR). `sh` runs it and writes its exit status on a pipe, so whichever
-    process holds the pipes (a fork of the one that started it) can use it, once."""
+    process holds the pipes (a fork of the one that started it) can use it, once.
+
+    It is started with posix_spawn (no copy of a large server's page tables), its pipes moved to 0-3 in the
+    child: POSIX shells (dash) read one digit in a redirection, and a busy server's descriptors have two."""
 
     def __init__(self, argv):
         self.argv = tuple(argv)
-        status_read, status_write = os.pipe()
-        self.process = subprocess.Popen(["/bin/sh", "-c", f'"$@"; echo $? >&{status_write}', "sh", *argv],
-                                        stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[status_write],
-                                        start_new_session=True)
-        os.close(status_write)
-        self.status = status_read
+        ends = [os.pipe() for _ in range(4)]  # stdin, stdout, stderr, status
+        # The child's ends, above 9 first: no move onto 0-3 below can overwrite one not yet moved.
+        theirs = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in
+                  (ends[0][0], ends[1][1], ends[2][1], ends[3][1])]
+        for read, write in ends:
+            for fd in (read, write):
+                if fd not in (ends[0][1], ends[1][0], ends[2][0], ends[3][0]):
+                    os.close(fd)
+        try:
+            self.pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", '"$@"; echo $? >&3', "sh", *argv], os.environ,
+                                      file_actions=[(os.POSIX_SPAWN_DUP2, fd, number)
+                                                    for number, fd in enumerate(theirs)], setsid=True)
+        except OSError:
+            for fd in [ends[0][1], ends[1][0], ends[2][0], ends[3][0]]:
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        self.stdin, self.stdout, self.stderr, self.status = ends[0][1], ends[1][0], ends[2][0], ends[3][0]
+
+    def poll(self):
+        """None while the tool waits or runs (asked by the process that started it, its parent)."""
+        with contextlib.suppress(ChildProcessError):
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if not done:
+                return None
+            return os.waitstatus_to_exitcode(status)
+        return 1
 
     def close(self):
         """Close this process's ends of the pipes (the tool ends on EOF if no one else holds them)."""
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            with contextlib.suppress(OSError):
-                stream.close()
-        with contextlib.suppress(OSError):
-            os.close(self.status)
+        for name in ("stdin", "stdout", "stderr", "status"):
+            fd = getattr(self, name)
+            if fd is not None:
+                setattr(self, name, None)  # never closed twice: the number may belong to another file by then
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def communicate(self, argv, input, seconds):
         """Give the tool its input; its CompletedProcess (a signal's exit as a negative code, as Popen's)."""
         deadline = time.monotonic() + seconds
-        out, err = self.process.stdout.fileno(), self.process.stderr.fileno()
-        chunks = {out: [], err: [], self.status: []}
+        out, err, status = self.stdout, self.stderr, self.status
+        chunks = {out: [], err: [], status: []}
         pending = memoryview(input or b"")
-        writer = self.process.stdin.fileno()
-        os.set_blocking(writer, False)
+        os.set_blocking(self.stdin, False)
         open_fds = set(chunks)
         try:
             while open_fds or pending is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     with contextlib.suppress(OSError):
-                        os.killpg(self.process.pid, signal.SIGKILL)
+                        os.killpg(self.pid, signal.SIGKILL)
                     raise subprocess.TimeoutExpired(argv, seconds)
-                writers = [writer] if pending is not None else []
+                writers = [self.stdin] if pending is not None else []
                 readable, writable, _ = select.select(list(open_fds), writers, [], left)
                 if writable:
                     try:
-                        pending = pending[os.write(writer, pending[:1 << 16]) :]
+                        pending = pending[os.write(self.stdin, pending[:1 << 16]) :]
                     except BrokenPipeError:
                         pending = memoryview(b"")
                     if not pending:
-                        self.process.stdin.close()
-                        pending = None
+                        os.close(self.stdin)
+                        self.stdin = pending = None
                 for fd in readable:
                     data = os.read(fd, 1 << 16)
                     if data:
@@ -109,7 +135,7 @@ class _Prestarted:
                         open_fds.discard(fd)
         finally:
             self.close()
-        text = b"".join(chunks[self.status]).strip()
+        text = b"".join(chunks[status]).strip()
         code = int(text) if text.isdigit() else -signal.SIGKILL
         code = -(code - 128) if code > 128 else code
         return subprocess.CompletedProcess(argv, code, b"".join(chunks[out]), b"".join(chunks[err]))

@@ -22,6 +22,7 @@ Its own messages (and LLVM's) go to `server.log` in its folder.
 """
 import socket as _socket
 import contextlib
+import gc
 import fcntl
 import json
 import os
@@ -60,7 +61,7 @@ class Server:
         self.served = {"run": 0, "zygote": 0, "refused": 0}
         self.children = set()  # supervisors and zygotes
         self.pool = []  # prestarted tools (process._Prestarted) for the next commands
-        self.spares = []  # prestarted tools (Popen) handed to commands, reaped once they end
+        self.spares = []  # prestarted tools handed to commands, reaped once they end
         self.listener = None
         self.inode = None
 
@@ -93,6 +94,7 @@ class Server:
 
         cli._parser()
         self._prestart()
+        gc.freeze()  # the collections of forked commands then leave these objects' pages shared with the server
 
     def _prestart(self):
         """mlir-translates of this server's environment, loaded and waiting for the next commands' input (two:
@@ -150,7 +152,7 @@ class Server:
 
     def _reap(self):
         self.spares = [spare for spare in self.spares if spare.poll() is None]
-        self.pool = [ready for ready in self.pool if ready.process.poll() is None or ready.close()]
+        self.pool = [ready for ready in self.pool if ready.poll() is None or ready.close()]
         for pid in list(self.children):
             with contextlib.suppress(ChildProcessError):
                 done, _status = os.waitpid(pid, os.WNOHANG)
@@ -165,7 +167,9 @@ class Server:
             return None
         connection.settimeout(10)
         try:
-            data, ancillary, flags, _address = connection.recvmsg(MAX_REQUEST, _socket.CMSG_SPACE(3 * 4))
+            # Received descriptors close on exec: no tool this server starts may hold a client's streams open.
+            data, ancillary, flags, _address = connection.recvmsg(MAX_REQUEST, _socket.CMSG_SPACE(3 * 4),
+                                                                  _socket.MSG_CMSG_CLOEXEC)
         except OSError:
             return None
         fds = passed_fds(ancillary)
@@ -212,7 +216,7 @@ class Server:
             self.children.add(pid)
             if spare is not None:  # the command's now: start the next one
                 spare.close()
-                self.spares.append(spare.process)
+                self.spares.append(spare)
                 self._prestart()
             return "served"
         finally:
@@ -234,27 +238,39 @@ def _answers(path):
 
 
 def _supervise(connection, fds, request, spare):
-    """The supervisor of one `run`: fork the command, tell the client, and wait for the command to end (its
-    exit code goes to the client) or for the client to go away (the command is killed)."""
+    """The supervisor of one `run`: fork the command, tell the client, and wait for the command's exit code (sent
+    on a pipe once its outputs are written and the client's streams closed, so the client goes on while the
+    command winds down its workers) or its death, or for the client to go away (the command is killed)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    done_read, done_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             connection.close()
-            _command(fds, request, spare)
+            os.close(done_read)
+            _command(fds, request, spare, done_write)
         except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
             import traceback
 
             traceback.print_exc()
         finally:
             os._exit(1)
+    os.close(done_write)
+    for fd in fds[:2]:  # the client's streams are the command's; a build tool waits until all copies close
+        os.close(fd)
     if spare is not None:
         spare.close()  # the command's, not ours
     _reply(connection, {"kind": "started", "pid": os.getpid()})
     ended = os.pidfd_open(pid)
     while True:
-        ready, _w, _x = select.select([connection, ended], [], [])
-        if ended in ready:
+        ready, _w, _x = select.select([connection, ended, done_read], [], [])
+        told = os.read(done_read, 16) if done_read in ready else b""
+        if told.strip().lstrip(b"-").isdigit():
+            os.close(fds[2])
+            _reply(connection, {"kind": "exit", "code": int(told)})
+            os.waitpid(pid, 0)
+            os._exit(0)
+        if ended in ready or done_read in ready:  # ended without its code: it died
             _done, status = os.waitpid(pid, 0)
             code = os.waitstatus_to_exitcode(status)
             if code < 0:  # the command itself died: a bug of ours, said as the command would
@@ -272,15 +288,18 @@ def _supervise(connection, fds, request, spare):
             os._exit(0)
 
 
-def _command(fds, request, spare):
+def _command(fds, request, spare, done):
     """Run `mlirgpu <argv>` as the client would have run it: its streams, folder, environment and umask; with
-    the prestarted mlir-translate the server handed over (used if the client's environment finds the same)."""
+    the prestarted mlir-translate the server handed over (used if the client's environment finds the same).
+    The exit code goes to pipe `done` once the client's streams are closed here (a build tool waits for them)."""
     from . import process, toolchain, workers
     from .workers import die_with_parent
 
     die_with_parent(os.getppid())
     for number, fd in enumerate(fds):
         os.dup2(fd, number)
+    for fd in fds:  # one copy of each of the client's streams, so that closing 0-2 below releases them
+        os.close(fd)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding="utf-8", closefd=False)
@@ -306,8 +325,11 @@ def _command(fds, request, spare):
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-        workers.shutdown()  # its workers' logs and scratch folders go, as at the end of an in-process command
-    os._exit(code)
+    for fd in (0, 1, 2):
+        os.close(fd)
+    workers.shutdown(wait=False)  # its workers' logs and scratch folders go, as at the end of an in-process command
+    os.write(done, b"%d" % code)
+    os._exit(code)  # its idle workers end with it
 
 
 def _zygote(connection, entry_points, log_path):

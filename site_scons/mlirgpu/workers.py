@@ -123,11 +123,14 @@ class LLVMWorker:
     def alive(self):
         return self.process.poll() is None
 
-    def close(self):
+    def close(self, wait=True):
+        """End the worker (its input closed; waited for, unless `wait` is False: an idle worker then ends on its
+        own, or with this process) and remove its log and scratch folder."""
         if self.process.poll() is None:
             if not self.process.stdin.closed:
                 self.process.stdin.close()
-            _end(self.process)
+            if wait:
+                _end(self.process)
         with contextlib.suppress(OSError):
             os.unlink(self.log_path)
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -457,14 +460,15 @@ def current_zygote():
 
 
 @atexit.register
-def shutdown():
-    """End every idle worker and the zygote (at exit; they are told together, so they wind down together)."""
+def shutdown(wait=True):
+    """End every idle worker and the zygote (at exit; they are told together, so they wind down together), and
+    remove their files; without waiting for the workers' ends if `wait` is False."""
     global _zygote
     with _lock:
         for worker in _idle:  # all are told first, so they wind down together
             worker.process.stdin.close()
         while _idle:
-            _idle.pop().close()
+            _idle.pop().close(wait)
         _started.clear()
         if _zygote is not None:
             _zygote.close()
