@@ -121,7 +121,7 @@ def _server(args):
 
 
 def _cache(args):
-    from . import stagecache
+    from . import remotecache, stagecache
 
     if not stagecache.enabled():
         print("mlirgpu: the stage cache is off (MLIRGPU_CACHE)", file=sys.stderr)
@@ -140,11 +140,20 @@ def _cache(args):
           f"misses     {stats['misses']}{rate}\n"
           f"stores     {stats['stores']}\n"
           f"evictions  {stats['evictions']}")
+    remote = os.environ.get(remotecache.VARIABLE, "").strip()
+    if remote:
+        lookups = stats["remote_hits"] + stats["remote_misses"]
+        rate = f" ({100 * stats['remote_hits'] / lookups:.0f}% hits)" if lookups else ""
+        print(f"remote     {remotecache.shown(remote)}\n"
+              f"  hits     {stats['remote_hits']}\n"
+              f"  misses   {stats['remote_misses']}{rate}\n"
+              f"  stores   {stats['remote_stores']}")
     return 0
 
 
 def _compile(args):
     workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
+    from . import remotecache
     from .api import compile_to_object
     from .batch import translate_many
     from .planning import check_options
@@ -154,7 +163,7 @@ def _compile(args):
     translated = translate_many([args.input], at_least=1).get(args.input)  # failures: the worker reports them
     translating = time.perf_counter() - started
     result = compile_to_object(args.input, args.output, options, translated)
-    for warning in result.warnings:
+    for warning in result.warnings + result.cache_warnings + remotecache.take_warnings():
         print(f"mlirgpu: {warning}", file=sys.stderr)
     if args.timings:
         if translated:

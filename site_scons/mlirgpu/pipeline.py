@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import embed, process, stagecache, stages, toolchain
+from . import embed, process, remotecache, stagecache, stages, toolchain
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -46,6 +46,7 @@ class CompileResult:
     header: str = ""  # the C header text for the object
     warnings: list = field(default_factory=list)
     stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
+    cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
 
 
 class Compile:
@@ -321,7 +322,7 @@ def _compile(source, options, output, pretranslated, report):
     dependencies = [source] + sorted(set(compile_.dependencies)) + tools + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
-                         stages=compile_.origins)
+                         stages=compile_.origins, cache_warnings=remotecache.take_warnings())
 
 
 def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None):

@@ -38,7 +38,7 @@ import SCons.Tool
 import SCons.Util
 import SCons.Variables
 
-from . import artifacts, errors, toolchain, workers
+from . import artifacts, errors, remotecache, toolchain, workers
 from .api import compile_to_object
 from .batch import Batches
 from .errors import CompileError
@@ -54,6 +54,8 @@ BUILD_VARIABLES = (
     ("GPU_WARNINGS", "compiler warnings: show, none, or error", "show"),
     ("GPU_CACHE", "the stage cache (outputs are the same with it on or off; MLIRGPU_CACHE=off also disables it)",
      True),
+    ("GPU_REMOTE_CACHE", "a shared stage cache: redis://HOST:PORT/DB, ?mode=read to only read it "
+     "(MLIRGPU_REMOTE_CACHE also sets it)", ""),
     ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive", "#"),
     ("GPU_BASELINE", "an earlier gpu-manifest.json: the reports show what changed", ""),
     ("GPU_FAIL_ON", "regression rules for gpu-artifacts, e.g. spills,registers+10%", ""),
@@ -179,6 +181,8 @@ def worker_environment(env):
     environ.update((name, value) for name, value in search_environment(env) if value)
     if not _bool(setting(env, "GPU_CACHE")):
         environ["MLIRGPU_CACHE"] = "off"
+    if setting(env, "GPU_REMOTE_CACHE"):
+        environ["MLIRGPU_REMOTE_CACHE"] = str(setting(env, "GPU_REMOTE_CACHE"))
     return environ
 
 
@@ -500,6 +504,8 @@ def _compile(target, source, env):
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
     mode = _text(env, "GPU_WARNINGS")
+    for warning in result.cache_warnings + remotecache.take_warnings():  # the cache's, never the build's fault
+        sys.stderr.write(f"mlirgpu: {warning}\n")
     if mode != "none":
         for warning in result.warnings:
             sys.stderr.write(f"{warning}\n")

@@ -11,6 +11,7 @@ limit by removing the least recently used entries (a hit refreshes an entry's ti
     MLIRGPU_CACHE=off            no cache (also GPU_CACHE=0 under SCons)
     MLIRGPU_CACHE_SIZE=2G        the limit (bytes, or with K, M, G; default 2G)
     MLIRGPU_CACHE_DIR            the root of our caches (entries live in its `stages/` folder)
+    MLIRGPU_REMOTE_CACHE         a Redis or Valkey server shared by a team (mlirgpu.remotecache)
 """
 import contextlib
 import fcntl
@@ -21,7 +22,7 @@ import re
 import struct
 import time
 
-from . import store
+from . import remotecache, store
 from .errors import CompileError
 from .fsutil import remove_quietly
 
@@ -72,9 +73,10 @@ class StageCache:
     """The entries under `root` (`<root>/<2 hex>/<key>`), with a statistics file that `flush` updates under a
     lock (once per compile: the counts of its lookups and stores, and the bytes it added)."""
 
-    def __init__(self, root, limit):
+    def __init__(self, root, limit, remote=None):
         self.root = root
         self.limit = limit
+        self.remote = remote  # remotecache.RemoteTier: asked after a local miss, given what is stored here
         self.counts = {"hits": 0, "misses": 0, "stores": 0}
         self.added = 0
 
@@ -82,36 +84,48 @@ class StageCache:
         return os.path.join(self.root, entry_key[:2], entry_key)
 
     def get(self, entry_key):
-        """The payload stored under `entry_key`, or None (missing or damaged)."""
+        """The payload stored under `entry_key`, or None (missing or damaged): here, else in the remote tier
+        (a remote hit is stored here too)."""
         path = self._path(entry_key)
         payload = store.read_bytes(path)
         if payload is not None:
             with contextlib.suppress(OSError):
                 os.utime(path)  # recently used: the last to be evicted
         self.counts["hits" if payload is not None else "misses"] += 1
+        if payload is None and self.remote is not None:
+            payload = self.remote.get(entry_key)
+            if payload is not None:
+                self._store_here(path, payload)
         return payload
 
     def put(self, entry_key, payload):
-        """Store `payload` (a full disk or unwritable folder only costs the entry)."""
-        path = self._path(entry_key)
+        """Store `payload` here and in the remote tier (a full disk or unwritable folder only costs the entry)."""
+        self._store_here(self._path(entry_key), payload)
+        if self.remote is not None:
+            self.remote.put(entry_key, payload)
+
+    def _store_here(self, path, payload):
         store.write_bytes(path, payload)
         if os.path.exists(path):
             self.counts["stores"] += 1
             self.added += len(payload) + len(store.MAGIC) + 32
 
     def flush(self):
-        """Add this compile's counts to the statistics, and evict beyond the limit."""
-        if not any(self.counts.values()):
+        """Add this compile's counts (the remote tier's too) to the statistics, and evict beyond the limit."""
+        remote = self.remote.counts if self.remote is not None else {}
+        if not any(self.counts.values()) and not any(remote.values()):
             return
         try:
             with self._locked_stats() as stats:
-                for name, count in self.counts.items():
+                for name, count in [*self.counts.items(), *remote.items()]:
                     stats[name] = stats.get(name, 0) + count
                 stats["size"] = stats.get("size", 0) + self.added
                 size = stats["size"]
         except OSError:
             return
         self.counts = dict.fromkeys(self.counts, 0)
+        if self.remote is not None:
+            self.remote.counts = dict.fromkeys(self.remote.counts, 0)
         self.added = 0
         if size > self.limit:
             self.evict()
@@ -165,7 +179,8 @@ class StageCache:
             stats["size"] = sum(size for _mtime, size, _path in entries)
             counted = dict(stats)
         return {"folder": self.root, "entries": len(entries), "bytes": counted["size"], "limit": self.limit,
-                **{name: counted.get(name, 0) for name in ("hits", "misses", "stores", "evictions")}}
+                **{name: counted.get(name, 0) for name in ("hits", "misses", "stores", "evictions", "remote_hits",
+                                                            "remote_misses", "remote_stores")}}
 
     def clear(self):
         """Remove every entry and the statistics."""
@@ -182,7 +197,9 @@ def open_cache_root():
 
 
 def open_cache():
-    """The stage cache of this process's environment, or None when it is turned off."""
+    """The stage cache of this process's environment (with the remote tier `$MLIRGPU_REMOTE_CACHE` names), or
+    None when it is turned off."""
     if not enabled():
         return None
-    return StageCache(open_cache_root(), size_limit())
+    root = open_cache_root()
+    return StageCache(root, size_limit(), remotecache.configured(os.path.join(root, "remote-breaker")))

@@ -24,6 +24,20 @@ def cache_root():
     return os.path.join(base, "scons-mlir-gpu")
 
 
+def seal(payload):
+    """`payload` as an entry: the magic, its sha256, itself."""
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def unseal(data):
+    """The payload of entry `data`, or None when it is not a whole entry."""
+    header = len(MAGIC) + _DIGEST
+    payload = data[header:]
+    if data[: len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != data[len(MAGIC) : header]:
+        return None
+    return payload
+
+
 def read_bytes(path):
     """The payload of the entry at `path`, or None when it is missing or damaged (a damaged one is removed)."""
     try:
@@ -31,18 +45,16 @@ def read_bytes(path):
             data = handle.read()
     except OSError:
         return None
-    header = len(MAGIC) + _DIGEST
-    payload = data[header:]
-    if data[: len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != data[len(MAGIC) : header]:
+    payload = unseal(data)
+    if payload is None:
         remove_quietly(path)
-        return None
     return payload
 
 
 def write_bytes(path, payload):
     """Store `payload` at `path`; failures are ignored (a cache only saves time)."""
     try:
-        write_atomic(path, MAGIC + hashlib.sha256(payload).digest() + payload)
+        write_atomic(path, seal(payload))
     except Exception:  # noqa: BLE001 - a full disk or an unwritable cache must never fail a build
         pass
 

@@ -1,0 +1,166 @@
+"""The remote tier of the stage cache: entries shared by a team or a CI fleet through Redis or Valkey, in the manner
+of Triton's `RedisRemoteCacheBackend`, PyTorch Inductor's remote cache and sccache (the `redis` client from
+PyPI, which speaks to both servers).
+
+    MLIRGPU_REMOTE_CACHE=redis://[:PASSWORD@]HOST:PORT/DB[?mode=read][&ttl=SECONDS]   (rediss:// for TLS)
+    MLIRGPU_REMOTE_CACHE_PASSWORD   the password, kept out of the URL (and so out of logs and build files)
+    MLIRGPU_REMOTE_CACHE_TIMEOUT    seconds one request may take (default 0.5)
+
+The stage cache looks here after a local miss, and a remote hit fills the local cache; what a compile stores goes
+to both, unless `mode=read` (a CI job building untrusted changes reads the team's entries and cannot poison them).
+An entry is one blob, the local cache's sealed format (its sha256 first): a partly written, evicted or foreign
+value fails the check and is a miss, never a wrong output. Keys are the stage cache's keys, which hold the input's
+hash, the core version and the identities of llvmlite's LLVM and of every tool that shapes the stage. Entries
+expire after `ttl` seconds (default 30 days; Redis's own eviction policy may remove them sooner).
+
+A server that cannot be reached, refuses us, or answers slower than the timeout opens a circuit breaker shared by
+every process of this user's cache (a file beside the local entries): for the next minute no process asks the
+server, so a build pays the timeout about once, prints one warning, and goes on with its local cache.
+"""
+import contextlib
+import os
+import time
+import urllib.parse
+
+from . import store
+from .errors import CompileError, CompileWarning
+
+VARIABLE = "MLIRGPU_REMOTE_CACHE"
+DEFAULT_TTL = 30 * 24 * 3600
+DEFAULT_TIMEOUT = 0.5
+BREAKER_SECONDS = 60
+_PREFIX = "mlirgpu:stage:"
+
+
+_pending = []  # warnings of this process's faults, until a compile's result takes them (take_warnings)
+
+
+def take_warnings():
+    """The warnings of faults since the last call (each fault's once)."""
+    taken = list(_pending)
+    _pending.clear()
+    return taken
+
+
+class RemoteTier:
+    """The remote cache named by a URL; `get` and `put` never raise for the server's faults (they open the
+    breaker and leave a warning for take_warnings)."""
+
+    def __init__(self, url, breaker_path, password=None, timeout=DEFAULT_TIMEOUT):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+            raise CompileError(f"{VARIABLE}='{shown(url)}' is not a redis:// or rediss:// URL",
+                               fix="set it to e.g. redis://cache.example.org:6379/0")
+        query = urllib.parse.parse_qs(parts.query)
+        unknown = sorted(set(query) - {"mode", "ttl"})
+        if unknown:
+            raise CompileError(f"{VARIABLE}: unknown setting '{unknown[0][:40]}'", fix="use mode=read and ttl=SECONDS")
+        self.mode = query.get("mode", ["readwrite"])[-1]
+        if self.mode not in ("read", "readwrite"):
+            raise CompileError(f"{VARIABLE}: mode '{self.mode[:40]}' is neither read nor readwrite",
+                               fix="use ?mode=read for a cache this build must not write")
+        ttl = query.get("ttl", [str(DEFAULT_TTL)])[-1]
+        if not ttl.isascii() or not ttl.isdigit() or not 0 < int(ttl) <= 10 * 365 * 24 * 3600:
+            raise CompileError(f"{VARIABLE}: ttl '{ttl[:40]}' is not a number of seconds", fix="use e.g. ttl=86400")
+        self.ttl = int(ttl)
+        self.where = f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path or '/0'}"
+        self.url = urllib.parse.urlunsplit(parts._replace(query=""))
+        self.password = password
+        self.timeout = timeout
+        self.breaker_path = breaker_path
+        self.client = None
+        self.counts = {"remote_hits": 0, "remote_misses": 0, "remote_stores": 0}
+
+    # The server's faults.
+
+    def _open(self):
+        """True while the breaker is open (a recent fault, in this process or another of this cache)."""
+        data = store.read_json(self.breaker_path)
+        return bool(data) and data.get("where") == self.where and data.get("until", 0) > time.time()
+
+    def _trip(self, exc):
+        store.write_json(self.breaker_path, {"where": self.where, "until": time.time() + BREAKER_SECONDS})
+        self.client = None
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        _pending.append(CompileWarning(
+            f"the remote cache {self.where} failed ({reason}); building with the local cache only, and not "
+            f"asking it again for {BREAKER_SECONDS} s (check the server, or unset {VARIABLE})"))
+
+    def _connection(self):
+        if self.client is None:
+            try:
+                import redis
+            except ImportError:
+                raise ConnectionError("the redis client is not installed: pip install redis") from None
+            self.client = redis.Redis.from_url(self.url, password=self.password, socket_timeout=self.timeout,
+                                               socket_connect_timeout=self.timeout, retry_on_timeout=False)
+        return self.client
+
+    def _ask(self, request):
+        """`request(client)`'s answer, or None after a fault (which opens the breaker)."""
+        if self._open():
+            return None
+        try:
+            return request(self._connection())
+        except Exception as exc:  # noqa: BLE001 - the redis client's errors, timeouts, refused connections
+            self._trip(exc)
+            _forget_frames(exc)
+            return None
+
+    # Entries.
+
+    def get(self, key):
+        """The payload stored under `key`, or None (missing, damaged, or the server unavailable)."""
+        data = self._ask(lambda client: client.get(_PREFIX + key))
+        payload = store.unseal(data) if isinstance(data, bytes) else None
+        self.counts["remote_hits" if payload is not None else "remote_misses"] += 1
+        return payload
+
+    def put(self, key, payload):
+        """Store `payload` (unless read-only); an entry already there is kept (its content is the same)."""
+        if self.mode == "read":
+            return
+        stored = self._ask(lambda client: client.set(_PREFIX + key, store.seal(payload), ex=self.ttl, nx=True))
+        if stored:
+            self.counts["remote_stores"] += 1
+
+
+def _forget_frames(exc):
+    """Drop the tracebacks of `exc` and of the exceptions chained to it. The redis client's exceptions form
+    reference cycles, and a traceback holds every frame of the stack it was raised in, the compile's with its LLVM
+    modules: those would then be freed by a later garbage collection, at any point of another stage, which
+    llvmlite's objects do not survive (a module freed while another is being walked crashes the process)."""
+    seen = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += [current.__cause__, current.__context__]
+
+
+def shown(url):
+    """`url` without its password, for messages."""
+    with contextlib.suppress(ValueError):
+        parts = urllib.parse.urlsplit(url)
+        if parts.password:
+            return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
+    return url[:200]
+
+
+def configured(breaker_path):
+    """The remote tier `$MLIRGPU_REMOTE_CACHE` names, or None."""
+    url = os.environ.get(VARIABLE, "").strip()
+    if not url:
+        return None
+    text = os.environ.get("MLIRGPU_REMOTE_CACHE_TIMEOUT", "").strip()
+    try:
+        timeout = float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        timeout = -1.0
+    if not 0 < timeout <= 60 or not text.isascii():
+        raise CompileError(f"MLIRGPU_REMOTE_CACHE_TIMEOUT='{text[:40]}' is not a number of seconds up to 60",
+                           fix="set it to e.g. 0.5, or unset it")
+    return RemoteTier(url, breaker_path, os.environ.get("MLIRGPU_REMOTE_CACHE_PASSWORD") or None, timeout)

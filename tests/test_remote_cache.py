@@ -1,0 +1,282 @@
+"""The remote tier of the stage cache, against a real redis-server on 127.0.0.1: a second machine (another local
+cache) gets every stage from the first one's entries with byte-identical outputs; a read-only client stores
+nothing; a damaged or foreign value is a miss; a password is honoured; a server that is down or hangs costs one
+warning and a bounded time, once per breaker period, and the build goes on; bad settings are clear errors;
+SCons's GPU_REMOTE_CACHE reaches the compiles."""
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import CORPUS, instantiate
+from sconsutil import SCONS, make_project
+
+REDIS = shutil.which("redis-server")
+pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is installed by tools/bootstrap")
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Redis:
+    """A redis-server of this test's own (no persistence), and a client to look at what it holds."""
+
+    def __init__(self, folder, password=None, extra=()):
+        import redis
+
+        self.port = _free_port()
+        argv = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--dir", str(folder)]
+        if password:
+            argv += ["--requirepass", password]
+        argv += list(extra)
+        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.client = redis.Redis(port=self.port, password=password)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def url(self, query=""):
+        return f"redis://127.0.0.1:{self.port}/0" + (f"?{query}" if query else "")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = Redis(tmp_path)
+    yield server
+    server.stop()
+
+
+def mlirgpu(*args, cwd, cache, **env):
+    environ = dict(os.environ, MLIRGPU_CACHE_DIR=str(cache), MLIRGPU_SERVER="off", **env)
+    return subprocess.run([sys.executable, "-m", "mlirgpu", *args], cwd=cwd, env=environ, capture_output=True,
+                          text=True, timeout=300)
+
+
+def compile_in(folder, source, cache, **env):
+    """Compile `source` into `folder` with every dump; (run, {stem: {stage: ran|cached}}, the dumps' bytes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run = mlirgpu("compile", str(source), "-o", "k.o", "--dump-intermediates", "d", "--header", "k.h",
+                  cwd=folder, cache=cache, **env)
+    if run.returncode:
+        return run, None, None
+    record = json.loads((folder / "d" / "mlirgpu.json").read_text())
+    outputs = {name: (folder / "d" / name).read_bytes() for name in os.listdir(folder / "d") if name != "mlirgpu.json"}
+    outputs.update({name: (folder / name).read_bytes() for name in ("k.o", "k.h")})
+    return run, {job["stem"]: job["stages"] for job in record["jobs"]}, outputs
+
+
+def origins(stages):
+    return {how for job in stages.values() for how in job.values()}
+
+
+def test_a_second_machine_gets_every_stage_from_the_first(tmp_path, redis_server):
+    source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
+    reference, _stages, expected = compile_in(tmp_path / "off", source, tmp_path / "c0", MLIRGPU_CACHE="off")
+    assert reference.returncode == 0, reference.stderr
+    first, stages, outputs = compile_in(tmp_path / "a", source, tmp_path / "ca", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    assert origins(stages) == {"ran"} and outputs == expected
+    stored = redis_server.client.dbsize()
+    assert stored >= 5 * len(stages)  # every stage of every job, and the translations
+    second, stages, outputs = compile_in(tmp_path / "b", source, tmp_path / "cb", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert second.returncode == 0 and second.stderr == "", second.stderr
+    assert origins(stages) == {"cached"} and outputs == expected
+    assert redis_server.client.dbsize() == stored
+    stats = mlirgpu("cache", "stats", cwd=tmp_path, cache=tmp_path / "cb", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    hits = int(stats.stdout.split("  hits")[1].split()[0])
+    assert hits >= 5 * len(stages) and "remote     redis://127.0.0.1" in stats.stdout, stats.stdout
+    redis_server.stop()  # the remote hits filled the local cache: no server needed any more
+    third, stages, outputs = compile_in(tmp_path / "c", source, tmp_path / "cb", MLIRGPU_CACHE="on")
+    assert origins(stages) == {"cached"} and outputs == expected and third.stderr == ""
+
+
+def test_a_read_only_client_stores_nothing(tmp_path, redis_server):
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    run, stages, _outputs = compile_in(tmp_path / "a", source, tmp_path / "ca",
+                                       MLIRGPU_REMOTE_CACHE=redis_server.url("mode=read"))
+    assert run.returncode == 0 and origins(stages) == {"ran"}, run.stderr
+    assert redis_server.client.dbsize() == 0
+    run, _stages, _outputs = compile_in(tmp_path / "b", source, tmp_path / "cb",
+                                        MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert redis_server.client.dbsize() > 0
+    run, stages, _outputs = compile_in(tmp_path / "c", source, tmp_path / "cc",
+                                       MLIRGPU_REMOTE_CACHE=redis_server.url("mode=read&ttl=60"))
+    assert origins(stages) == {"cached"}  # reading is what a read-only client does
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "foreign"])
+def test_a_damaged_remote_entry_is_a_miss(tmp_path, redis_server, damage):
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    _run, _stages, expected = compile_in(tmp_path / "a", source, tmp_path / "ca", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    for key in redis_server.client.keys("*"):
+        value = redis_server.client.get(key)
+        broken = {"truncated": value[: len(value) // 2], "flipped": value[:-1] + bytes([value[-1] ^ 1]),
+                  "foreign": b"not an entry of ours"}[damage]
+        redis_server.client.set(key, broken)
+    run, stages, outputs = compile_in(tmp_path / "b", source, tmp_path / "cb", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert origins(stages) == {"ran"} and outputs == expected
+
+
+def test_a_password_is_honoured(tmp_path):
+    server = Redis(tmp_path, password="s3cret")
+    try:
+        source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+        run, stages, _outputs = compile_in(tmp_path / "a", source, tmp_path / "ca",
+                                           MLIRGPU_REMOTE_CACHE=server.url(), MLIRGPU_REMOTE_CACHE_PASSWORD="s3cret")
+        assert run.returncode == 0 and run.stderr == "" and server.client.dbsize() > 0, run.stderr
+        run, stages, _outputs = compile_in(tmp_path / "b", source, tmp_path / "cb",
+                                           MLIRGPU_REMOTE_CACHE=f"redis://:s3cret@127.0.0.1:{server.port}/0")
+        assert run.returncode == 0 and origins(stages) == {"cached"}, run.stderr
+        run, stages, _outputs = compile_in(tmp_path / "c", source, tmp_path / "cc",
+                                           MLIRGPU_REMOTE_CACHE=server.url())  # no password: refused
+        assert run.returncode == 0 and origins(stages) == {"ran"}
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and "the remote cache redis://127.0.0.1" in lines[0], run.stderr
+        assert "s3cret" not in run.stderr
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("fault", ["down", "hanging"])
+def test_a_server_down_or_hanging_costs_one_warning_and_one_try(tmp_path, fault):
+    """Three compiles with the cache's server unreachable: the first tries it once (one timeout), says so in
+    one line, and opens the breaker, which spares the other compiles of that cache the try and the warning; every
+    output is right."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if fault == "hanging":
+        listener.listen(64)  # connections are taken (the kernel's backlog) and never answered
+    else:
+        listener.close()
+    try:
+        source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+        _run, _stages, expected = compile_in(tmp_path / "ref", source, tmp_path / "c0", MLIRGPU_CACHE="off")
+        url = f"redis://127.0.0.1:{port}/0"
+        warnings = []
+        for index in range(3):
+            run, _stages, outputs = compile_in(tmp_path / f"b{index}", source, tmp_path / "c1",
+                                               MLIRGPU_REMOTE_CACHE=url, MLIRGPU_REMOTE_CACHE_TIMEOUT="0.5")
+            assert run.returncode == 0 and outputs == expected, run.stderr
+            warnings += run.stderr.strip().splitlines()
+        assert len(warnings) == 1, warnings
+        assert warnings[0].startswith(f"mlirgpu: warning: the remote cache redis://127.0.0.1:{port}/0 failed")
+        if fault == "hanging":
+            listener.settimeout(0.2)
+            tries = 0
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    listener.accept()[0].close()
+                    tries += 1
+            assert tries == 1
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("url, says", [
+    ("http://cache:6379/0", "is not a redis:// or rediss:// URL"),
+    ("redis://cache:6379/0?mode=write", "mode 'write' is neither read nor readwrite"),
+    ("redis://cache:6379/0?ttl=-1", "ttl '-1' is not a number of seconds"),
+    ("redis://cache:6379/0?color=blue", "unknown setting 'color'"),
+    ("redis://:hunter2@", "is not a redis:// or rediss:// URL"),
+])
+def test_bad_settings_are_clear_errors(tmp_path, url, says):
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    run, _stages, _outputs = compile_in(tmp_path / "a", source, tmp_path / "ca", MLIRGPU_REMOTE_CACHE=url)
+    assert run.returncode == 1 and says in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "hunter2" not in run.stderr
+    assert not (tmp_path / "a" / "k.o").exists()
+
+
+def test_scons_gpu_remote_cache_reaches_the_compiles(tmp_path, redis_server):
+    project = make_project(tmp_path / "p")
+    environ = dict(os.environ, MLIRGPU_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([SCONS, "-Q", f"GPU_REMOTE_CACHE={redis_server.url()}"], cwd=project, env=environ,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert redis_server.client.dbsize() >= 4 * 5  # four objects' stages at least
+    other = make_project(tmp_path / "q")  # another machine: an empty local cache, the same sources
+    environ = dict(os.environ, MLIRGPU_CACHE_DIR=str(tmp_path / "cache-q"),
+                   MLIRGPU_REMOTE_CACHE=redis_server.url("mode=read"))
+    run = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=other, env=environ, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    record = json.loads((other / "a.dumps" / "mlirgpu.json").read_text())
+    assert {how for job in record["jobs"] for how in job["stages"].values()} == {"cached"}
+
+
+def _reference_objects(project, tmp_path):
+    """Each object of `project` built with no cache at all (a copy of the project, built first)."""
+    reference = tmp_path / "reference"
+    shutil.copytree(project, reference)
+    environ = dict(os.environ, MLIRGPU_CACHE="off")
+    run = subprocess.run([SCONS, "-Q"], cwd=reference, env=environ, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return {name: (reference / name).read_bytes() for name in ("a.o", "b.o", "c.o", "d.o")}
+
+
+def test_redis_stopped_mid_build(tmp_path, redis_server):
+    """The server goes away after the first object: the build finishes, with one warning, and every object is
+    what a build without any cache makes."""
+    import threading
+
+    project = make_project(tmp_path / "p")
+    expected = _reference_objects(project, tmp_path)
+
+    def stop_after_first_object():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any((project / f"{n}.o").exists() for n in "abcd"):
+            time.sleep(0.01)
+        redis_server.stop()
+
+    stopper = threading.Thread(target=stop_after_first_object)
+    stopper.start()
+    environ = dict(os.environ, MLIRGPU_CACHE_DIR=str(tmp_path / "cache"), MLIRGPU_REMOTE_CACHE=redis_server.url(),
+                   MLIRGPU_REMOTE_CACHE_TIMEOUT="0.5")
+    run = subprocess.run([SCONS, "-Q", "-j1"], cwd=project, env=environ, capture_output=True, text=True, timeout=300)
+    stopper.join()
+    assert run.returncode == 0, run.stderr
+    assert {name: (project / name).read_bytes() for name in expected} == expected
+    assert run.stderr.count("the remote cache redis://127.0.0.1") <= 1, run.stderr
+
+
+def test_eviction_under_maxmemory_keeps_builds_right(tmp_path):
+    """A server far too small for the build (200 KB beyond its own needs: it evicts as it goes): two machines'
+    builds are still those of a build without cache."""
+    server = Redis(tmp_path, extra=["--maxmemory-policy", "allkeys-lru"])
+    server.client.config_set("maxmemory", server.client.info("memory")["used_memory"] + 200_000)
+    try:
+        project = make_project(tmp_path / "p")
+        expected = _reference_objects(project, tmp_path)
+        for machine in ("one", "two"):
+            build = tmp_path / machine
+            shutil.copytree(project, build)
+            environ = dict(os.environ, MLIRGPU_CACHE_DIR=str(tmp_path / f"cache-{machine}"),
+                           MLIRGPU_REMOTE_CACHE=server.url())
+            run = subprocess.run([SCONS, "-Q", "-j2"], cwd=build, env=environ, capture_output=True, text=True,
+                                 timeout=300)
+            assert run.returncode == 0, run.stderr
+            assert {name: (build / name).read_bytes() for name in expected} == expected
+        assert server.client.info("stats")["evicted_keys"] > 0
+    finally:
+        server.stop()
