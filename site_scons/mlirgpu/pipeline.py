@@ -318,11 +318,24 @@ def _compile(source, options, output, pretranslated, report):
     if dumps:
         dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins))
         timings["dumps"] = dumps.seconds
-    tools = sorted({entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools))
-    dependencies = [source] + sorted(set(compile_.dependencies)) + tools + [toolchain.llvmlite_library()]
+    dependencies = [source] + _dependencies(compile_, jobs, caller_tools) + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=remotecache.take_warnings())
+
+
+def _dependencies(compile_, jobs, caller_tools):
+    """The files besides the source that shaped the outputs: those the stages read and the tools they ran, and
+    also those that stages served by the stage cache would have, and every tool of the jobs' targets (a build
+    tool must rebuild when one changes, whether or not this compile ran it: the same list either way)."""
+    libraries = set(compile_.dependencies)
+    tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools)
+    tools.update(toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate"))
+    for job in jobs:
+        if compile_.origins.get(job.id, {}).get("linked.ll") == "cached":
+            libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
+        tools.update(job.target.tools(compile_.options))
+    return sorted(libraries) + sorted(tools)
 
 
 def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None):
