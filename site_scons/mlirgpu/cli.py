@@ -76,6 +76,13 @@ def _parser():
     cache = commands.add_parser("cache", help="the stage cache: `stats` (size, entries, hits, misses) or `clear`")
     cache.add_argument("action", choices=("stats", "clear"))
     cache.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    worker = commands.add_parser("worker", help="a Dask worker for distributed compiles (MLIRGPU_EXECUTOR) "
+                                 "with this machine's toolchain")
+    worker.add_argument("scheduler", help="the scheduler: dask://HOST:PORT (as MLIRGPU_EXECUTOR names it)")
+    worker.add_argument("--nthreads", type=int, default=os.cpu_count() or 1,
+                        help="compiles at once (default: the CPU count)")
+    worker.add_argument("--host", default="", help="the address the worker listens on (default: Dask's choice)")
+    worker.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
     server = commands.add_parser("server", help="the compile server that keeps compiles warm: start, stop, status")
     server.add_argument("action", choices=("start", "stop", "status"))
     server.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
@@ -120,6 +127,25 @@ def _server(args):
     return server_command(args.action)
 
 
+def _worker(args):
+    """Become `dask worker` with mlirgpu.distributed preloaded (it checks the toolchain and prints the
+    fingerprint clients match), after checking here that the MLIR tools and llvmlite are usable."""
+    from . import distributed, toolchain
+
+    address = args.scheduler.strip()
+    address = "tcp://" + address[len(distributed.SCHEME):] if address.startswith(distributed.SCHEME) else address
+    toolchain.llvm_tool("mlir-translate")
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+    os.environ[distributed.VARIABLE] = ""  # a worker's compiles run there, never sent on
+    argv = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", str(max(1, args.nthreads)),
+            "--nworkers", "1", "--preload", "mlirgpu.distributed", "--no-dashboard"]
+    if args.host:
+        argv += ["--host", args.host]
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
+
+
 def _cache(args):
     from . import remotecache, stagecache
 
@@ -152,25 +178,50 @@ def _cache(args):
 
 
 def _compile(args):
-    workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
-    from . import remotecache
-    from .api import compile_to_object
-    from .batch import translate_many
+    from . import distributed, remotecache
     from .planning import check_options
 
     options = check_options(args.input, _options(args))
+    url = distributed.configured_url()
+    if url:
+        result = distributed.compile_remote(url, args.input, args.output, options)
+        for warning in distributed.take_warnings():
+            print(f"mlirgpu: {warning}", file=sys.stderr)
+        if result is not None:
+            _report(args, result, result.warnings, result.cache_warnings)
+            return 0
+    workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
+    from .api import compile_to_object
+    from .batch import translate_many
+
     started = time.perf_counter()
     translated = translate_many([args.input], at_least=1).get(args.input)  # failures: the worker reports them
     translating = time.perf_counter() - started
     result = compile_to_object(args.input, args.output, options, translated)
-    for warning in result.warnings + result.cache_warnings + remotecache.take_warnings():
+    if translated:
+        result.timings["translate"] = translating
+    _report(args, result, result.warnings, result.cache_warnings + remotecache.take_warnings())
+    return 0
+
+
+def _report(args, result, warnings, cache_warnings):
+    """A compile's warnings, then (with --timings or MLIRGPU_STATS=1) its stage times and how many stages the
+    stage cache served; with $MLIRGPU_RESULT_FILE (a Dask worker's compile) all of it as JSON there."""
+    for warning in list(warnings) + list(cache_warnings):
         print(f"mlirgpu: {warning}", file=sys.stderr)
     if args.timings:
-        if translated:
-            result.timings["translate"] = translating
         for stage, seconds in result.timings.items():
             print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)
-    return 0
+    if args.timings or os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
+        from .stagecache import summary
+
+        print(f"mlirgpu: {summary([result.stages])}", file=sys.stderr)
+    path = os.environ.get("MLIRGPU_RESULT_FILE")
+    if path:
+        from .store import write_json
+
+        write_json(path, {"warnings": [str(w) for w in warnings], "cache_warnings": [str(w) for w in cache_warnings],
+                          "dumps": list(result.dumps), "timings": result.timings, "stages": result.stages})
 
 
 def _remove_stale_outputs(output, header, depfile, source):
@@ -196,13 +247,20 @@ def main(argv=None):
     debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
     try:
         return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
-                "cache": _cache, "server": _server}[args.command](args)
+                "cache": _cache, "server": _server,
+                "worker": _worker}[args.command](args)
     except CompileError as exc:
         error = exc
     except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
     if args.command == "compile":
         _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
+        if os.environ.get("MLIRGPU_RESULT_FILE"):  # a Dask worker's compile: the client shows it in its own terms
+            from .store import write_json
+
+            write_json(os.environ["MLIRGPU_RESULT_FILE"], {"error": {
+                "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
+                "detail": error.detail}})
     print(f"mlirgpu: {error}", file=sys.stderr)
     if debug and error.detail:
         print(error.detail, file=sys.stderr)

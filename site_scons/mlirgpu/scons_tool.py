@@ -20,6 +20,7 @@ tool and of llvmlite for the toolkit the object uses. Compiler warnings are prin
 The compiler core does the work; this module only adapts it to SCons. The package's `generate` and `exists`
 call this module's: the package is the tool (see mlirgpu/__init__.py).
 """
+import atexit
 import dataclasses
 import difflib
 import json
@@ -38,7 +39,7 @@ import SCons.Tool
 import SCons.Util
 import SCons.Variables
 
-from . import artifacts, errors, remotecache, toolchain, workers
+from . import artifacts, distributed, errors, remotecache, toolchain, workers
 from .api import compile_to_object
 from .batch import Batches
 from .errors import CompileError
@@ -56,6 +57,8 @@ BUILD_VARIABLES = (
      True),
     ("GPU_REMOTE_CACHE", "a shared stage cache: redis://HOST:PORT/DB, ?mode=read to only read it "
      "(MLIRGPU_REMOTE_CACHE also sets it)", ""),
+    ("GPU_EXECUTOR", "distributed compiles: dask://HOST:PORT of a Dask scheduler whose workers have this toolchain "
+     "(MLIRGPU_EXECUTOR also sets it)", ""),
     ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive", "#"),
     ("GPU_BASELINE", "an earlier gpu-manifest.json: the reports show what changed", ""),
     ("GPU_FAIL_ON", "regression rules for gpu-artifacts, e.g. spills,registers+10%", ""),
@@ -186,6 +189,12 @@ def worker_environment(env):
     return environ
 
 
+def _executor(env):
+    """The Dask scheduler of this build's compiles (GPU_EXECUTOR, else $MLIRGPU_EXECUTOR), or ''."""
+    return distributed.configured_url({"MLIRGPU_EXECUTOR": _text(env, "GPU_EXECUTOR") or
+                                       os.environ.get("MLIRGPU_EXECUTOR", "")})
+
+
 def _object_paths(env, obj):
     """(header node or None, dump folder node) of an object: GPU_HEADER / GPU_DUMPDIR as set (relative to the
     SConscript that set them), or beside the object: `k.h` / `k.dumps` for a static object `k.o`,
@@ -277,7 +286,8 @@ def _emitter(target, source, env, shared=False):
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     _claim(dump_dir, obj)
-    _TRANSLATIONS.declare(source[0], [obj] + extra)
+    if not _executor(env):  # compiles sent to a cluster need no local translations or workers
+        _TRANSLATIONS.declare(source[0], [obj] + extra)
     return [obj] + extra + target[1:], source
 
 
@@ -487,6 +497,21 @@ def _looks_stale(source_path, targets):
 _TRANSLATIONS = _Translations()
 
 
+_STATS = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS=1 prints when the build ends
+_REMOTE = []  # the Dask workers that ran compiles
+
+
+def _print_stats():
+    if _STATS and os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
+        from .stagecache import summary
+
+        remote = f", {len(_REMOTE)} on the Dask cluster" if _REMOTE else ""
+        sys.stderr.write(f"mlirgpu: {len(_STATS)} compiles{remote}; {summary(_STATS)}\n")
+
+
+atexit.register(_print_stats)
+
+
 def _compile(target, source, env):
     workers.forking(_jobs() > 1)
     obj = target[0]
@@ -499,10 +524,18 @@ def _compile(target, source, env):
         options = _options(env, target, source)
         if not _bool(setting(env, "GPU_DUMP")):
             options = dataclasses.replace(options, dump_dir="")
-        result = compile_to_object(_source_path(source[0]), obj.path, options, _TRANSLATIONS.get(source[0]),
-                                   environment=worker_environment(env))
+        url = _executor(env)
+        result = distributed.compile_remote(url, _source_path(source[0]), obj.path, options) if url else None
+        for warning in distributed.take_warnings():
+            sys.stderr.write(f"mlirgpu: {warning}\n")
+        if result is None:
+            result = compile_to_object(_source_path(source[0]), obj.path, options, _TRANSLATIONS.get(source[0]),
+                                       environment=worker_environment(env))
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
+    _STATS.append(result.stages)
+    if getattr(result, "worker", ""):
+        _REMOTE.append(result.worker)
     mode = _text(env, "GPU_WARNINGS")
     for warning in result.cache_warnings + remotecache.take_warnings():  # the cache's, never the build's fault
         sys.stderr.write(f"mlirgpu: {warning}\n")

@@ -191,6 +191,15 @@ class StageCache:
             stats["cleared"] = time.time()
 
 
+def summary(origins):
+    """One line about the stages of some compiles: how many the stage cache served (`origins`: each compile's
+    {job: {stage: "ran" | "cached"}}), the hit rate a team watches."""
+    counts = [state for compile_ in origins for job in compile_.values() for state in job.values()]
+    cached = counts.count("cached")
+    rate = f" ({100 * cached / len(counts):.0f}% hit rate)" if counts else ""
+    return f"stage cache: {cached} of {len(counts)} stages cached{rate}"
+
+
 def open_cache_root():
     """Where the stage cache of this process's environment keeps its entries."""
     return os.path.join(store.cache_root(), "stages")

@@ -1,0 +1,376 @@
+"""Distributed compiles on a Dask cluster: `MLIRGPU_EXECUTOR=dask://HOST:PORT` (SCons `GPU_EXECUTOR`).
+
+A compile becomes one Dask task holding what it reads, not paths: the source's bytes, the bytes of the `-l`
+libraries, the previous dump record, and the command line with every path relative to one anchor folder (the
+deepest folder holding the compile's folder and all its files). A worker lays the files out under a scratch
+folder in the same shape, runs `mlirgpu compile` there, and returns every file the compile wrote, its messages
+and its result; the client writes the files atomically in place. Relative paths in messages, records and header
+guards are the client's own; absolute ones are mapped back. Device libraries and tools are the worker's: they
+must be the client's, which the toolchain fingerprint proves (`fingerprint`: this package's code, llvmlite's
+LLVM, the MLIR tools and every target's tools and device libraries, by content). The client sends its jobs only
+to workers of its fingerprint, and a worker refuses a job of another fingerprint.
+
+A worker lost mid-job is Dask's business: the scheduler runs the task again on another worker. A scheduler that
+cannot be reached, or a cluster without a worker of our fingerprint, costs one warning and local compiles; the
+verdict is kept for a minute in a file of the local cache, so the other processes of a build (Ninja's) skip it.
+
+`mlirgpu worker SCHEDULER` starts a worker with this module as its preload (`dask_setup` checks the toolchain).
+"""
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import store, toolchain
+from .errors import CompileError, CompileWarning
+from .fsutil import read_source, write_atomic
+from .version import __version__
+
+VARIABLE = "MLIRGPU_EXECUTOR"
+SCHEME = "dask://"
+BREAKER_SECONDS = 60
+RESULT_VARIABLE = "MLIRGPU_RESULT_FILE"  # where `mlirgpu compile` writes its result for a worker to return
+_RESULT_NAME = ".mlirgpu-remote-result.json"
+
+
+def configured_url(environ=None):
+    """The executor URL set in `environ` (default: this process's), or '' for local compiles."""
+    url = ((environ if environ is not None else os.environ).get(VARIABLE) or "").strip()
+    if url in ("", "local"):
+        return ""
+    if not url.startswith(SCHEME) or not url[len(SCHEME):].strip("/"):
+        raise CompileError(f"{VARIABLE}='{url[:60]}' is not a Dask scheduler address",
+                           fix="use dask://HOST:PORT (or unset it to compile on this machine)")
+    return url
+
+
+# The toolchain fingerprint.
+
+def _package_digest():
+    folder = os.path.dirname(os.path.abspath(__file__))
+    hasher = hashlib.sha256()
+    for sub in ("", "targets"):
+        for name in sorted(os.listdir(os.path.join(folder, sub))):
+            if name.endswith(".py"):
+                hasher.update(name.encode() + b"\0" + toolchain.file_digest(os.path.join(folder, sub, name)).encode())
+    return hasher.hexdigest()
+
+
+def toolchain_files(toolkit=""):
+    """The files that shape a compile's bytes besides its inputs: the MLIR tools, every target's tools and
+    device libraries (`toolkit`: a compile's --toolkit)."""
+    from .options import CompileOptions
+    from .targets import TARGETS
+    from .targets.cuda import libdevice
+
+    options = CompileOptions(toolkit=toolkit)
+    files = [toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate")]
+    for target in TARGETS.values():
+        with contextlib.suppress(CompileError):
+            files += target.tools(options)
+            root = target.toolkit(options)
+            if target.name == "nvvm" and root:
+                files.append(libdevice(root) or "")
+            elif target.name == "rocdl" and root:
+                bitcode = os.path.join(root, "amdgcn", "bitcode")
+                files += [os.path.join(bitcode, name) for name in sorted(os.listdir(bitcode))
+                          if name.endswith(".bc")] if os.path.isdir(bitcode) else []
+    return [path for path in files if path]
+
+
+def fingerprint(toolkit=""):
+    """What a worker must have to compile for us, by content (never by path: machines lay tools out alike or
+    not): the version and code of this package, llvmlite's LLVM, and each toolchain file's name and bytes."""
+    parts = [__version__, _package_digest(), toolchain.llvmlite_identity()]
+    parts += [f"{os.path.basename(path)}={toolchain.file_digest(path)}" for path in toolchain_files(toolkit)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+# The worker's side.
+
+class Refused(Exception):
+    """A job for another toolchain: this worker would not make the same bytes."""
+
+
+def dask_setup(worker):  # noqa: ARG001 - Dask's preload hook
+    """`--preload mlirgpu.distributed`: refuse to start without a usable toolchain, and say which one."""
+    toolchain.llvm_tool("mlir-translate")  # a missing MLIR fails the worker's start, with the package to install
+    print(f"mlirgpu worker: toolchain fingerprint {fingerprint()}", file=sys.stderr, flush=True)
+
+
+def worker_fingerprint():
+    return fingerprint()
+
+
+def run_job(job):
+    """Run one compile here (on a Dask worker): the written files, messages and result."""
+    ours = fingerprint()
+    if job["fingerprint"] != ours:
+        raise Refused(f"toolchain fingerprint {ours}, the job needs {job['fingerprint']}")
+    root = tempfile.mkdtemp(prefix="mlirgpu-remote-")
+    started = time.perf_counter()
+    try:
+        for relative, data in job["inputs"].items():
+            path = os.path.join(root, relative)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as handle:
+                handle.write(data)
+        for relative in job["folders"]:
+            os.makedirs(os.path.join(root, relative), exist_ok=True)
+        cwd = os.path.join(root, job["cwd"])
+        argv = [arg if kind == "text" else (arg if kind == "relative" else os.path.join(root, arg))
+                for kind, arg in job["argv"]]
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = {**os.environ, VARIABLE: "", RESULT_VARIABLE: os.path.join(root, _RESULT_NAME),
+               "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", *argv], cwd=cwd, env=env,
+                             capture_output=True, check=False)
+        result = None
+        with contextlib.suppress(OSError, ValueError):
+            result = store.read_json(os.path.join(root, _RESULT_NAME))
+        files = {}
+        for folder, _dirs, names in os.walk(root):
+            for name in names:
+                path = os.path.join(folder, name)
+                relative = os.path.relpath(path, root)
+                if relative not in job["inputs"] and name != _RESULT_NAME and os.path.isfile(path):
+                    with open(path, "rb") as handle:
+                        files[relative] = handle.read()
+        import socket
+
+        return {"returncode": run.returncode, "stderr": run.stderr.decode("utf-8", "replace"), "files": files,
+                "result": result, "root": root, "worker": f"{socket.gethostname()}:{os.getpid()}",
+                "seconds": time.perf_counter() - started}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# The client's side.
+
+@dataclass
+class RemoteResult:
+    """What a remote compile gives its caller (the fields of pipeline.CompileResult that front ends read)."""
+
+    warnings: list = field(default_factory=list)
+    cache_warnings: list = field(default_factory=list)
+    dumps: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    stages: dict = field(default_factory=dict)
+    worker: str = ""
+
+
+_pending = []  # this process's executor warnings, until a front end takes them (take_warnings)
+
+
+def take_warnings():
+    taken = list(_pending)
+    _pending.clear()
+    return taken
+
+
+class _Paths:
+    """The client's paths relative to one anchor folder, as a worker lays them out."""
+
+    def __init__(self, paths):
+        cwd = os.getcwd()
+        self.anchor = os.path.commonpath([cwd] + [os.path.dirname(os.path.abspath(path)) for path in paths])
+        self.cwd = os.path.relpath(cwd, self.anchor)
+
+    def relative(self, path):
+        return os.path.relpath(os.path.abspath(path), self.anchor)
+
+    def argument(self, path):
+        return ("absolute", self.relative(path)) if os.path.isabs(path) else ("relative", path)
+
+    def back(self, text, root):
+        """`text` from the worker with its scratch folder replaced by the anchor."""
+        return text.replace(root + os.sep, self.anchor + os.sep).replace(root, self.anchor)
+
+
+class Executor:
+    """A connection to one Dask scheduler, shared by the compiles of this process."""
+
+    def __init__(self, url, breaker_path, timeout):
+        self.url = url
+        self.address = "tcp://" + url[len(SCHEME):].strip("/")
+        self.breaker_path = breaker_path
+        self.timeout = timeout
+        self.client = None
+        self.lock = threading.Lock()
+        self.workers = ({}, 0.0)  # address -> fingerprint, and when it was asked
+        self.failed = False
+
+    def _open(self):
+        data = store.read_json(self.breaker_path)
+        return self.failed or (bool(data) and data.get("where") == self.url and data.get("until", 0) > time.time())
+
+    def _trip(self, why):
+        if not self.failed:
+            self.failed = True
+            store.write_json(self.breaker_path, {"where": self.url, "until": time.time() + BREAKER_SECONDS})
+            _pending.append(CompileWarning(f"the Dask executor {self.url} is not used ({why}); compiling on this "
+                                           f"machine, and not asking it again for {BREAKER_SECONDS} s"))
+
+    def _connect(self):
+        with self.lock:
+            if self.client is None:
+                from distributed import Client
+
+                self.client = Client(self.address, timeout=self.timeout, set_as_default=False)
+            return self.client
+
+    def _matching(self, client, wanted):
+        known, asked = self.workers
+        if time.time() - asked > 5 or not any(fp == wanted for fp in known.values()):
+            known = client.run(worker_fingerprint)
+            self.workers = (known, time.time())
+        return [address for address, fp in known.items() if fp == wanted]
+
+    def submit(self, job):
+        """The worker's answer to `job`, or None when it must run here (a warning says why, once)."""
+        if self._open():
+            return None
+        try:
+            client = self._connect()
+            refused = set()
+            for _attempt in range(3):
+                matching = [address for address in self._matching(client, job["fingerprint"]) if address not in refused]
+                if not matching:
+                    theirs = sorted(set(self.workers[0].values()))
+                    self._trip(f"no worker has this toolchain (fingerprint {job['fingerprint']}; the cluster's: "
+                               f"{', '.join(theirs) or 'no workers'}); install the same tools and mlirgpu there")
+                    return None
+                future = client.submit(run_job, job, workers=matching, allow_other_workers=False, pure=False,
+                                       key=f"mlirgpu-{os.path.basename(job['source'])}-{os.urandom(6).hex()}")
+                try:
+                    return future.result()
+                except Refused:
+                    refused.update(matching)
+                    self.workers = ({}, 0.0)
+            return None
+        except Exception as exc:  # noqa: BLE001 - connection and cluster faults of any kind: compile here
+            reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            self._trip(reason)
+            return None
+
+
+_executors = {}
+_executors_lock = threading.Lock()
+
+
+def executor(url):
+    from .stagecache import open_cache_root
+
+    with _executors_lock:
+        if url not in _executors:
+            try:
+                timeout = float(os.environ.get("MLIRGPU_EXECUTOR_TIMEOUT", "5"))
+            except ValueError:
+                timeout = 5.0
+            _executors[url] = Executor(url, os.path.join(open_cache_root(), "executor-breaker"), timeout)
+        return _executors[url]
+
+
+def compile_remote(url, source, output, options):
+    """Compile on the cluster at `url` and write the outputs here: a RemoteResult, or None when the compile
+    must run on this machine. A failed compile raises its CompileError, as a local one would."""
+    import dataclasses
+
+    from .options import to_argv
+    from .planning import RECORD_DUMP
+
+    libraries = list(options.link_libs)
+    record = os.path.join(options.dump_dir, options.dump_prefix + RECORD_DUMP) if options.dump_dir else ""
+    paths = _Paths([source, output] + libraries + [p for p in (options.header, options.depfile, record) if p])
+    inputs = {}
+    for path in [source] + libraries:
+        try:
+            inputs[paths.relative(path)] = read_source(path)  # regular files of bounded size only
+        except CompileError:
+            return None  # not readable as an input: the local compile reports it as usual
+    previous_record = store.read_bytes(record) if record else None
+    shown = dataclasses.replace(options, toolkit="", link_libs=(), dump_dir="", header="", depfile="")
+    argv = [("text", arg) for arg in to_argv(shown)]
+    for flag, value in (("--dump-intermediates", options.dump_dir), ("--header", options.header),
+                        ("--depfile", options.depfile)):
+        if value:
+            argv += [("text", flag), paths.argument(value)]
+    for library in libraries:
+        argv += [("text", "-l"), paths.argument(library)]
+    argv += [("text", "-o"), paths.argument(output), paths.argument(source)]
+    folders = {os.path.dirname(paths.relative(p)) for p in (output, options.header, options.depfile) if p}
+    if options.dump_dir:
+        folders.add(paths.relative(options.dump_dir))
+    job = {"fingerprint": fingerprint(options.toolkit), "argv": argv, "inputs": inputs, "cwd": paths.cwd,
+           "folders": sorted(folders), "source": source}
+    answer = executor(url).submit(job)
+    if answer is None:
+        return None
+    root = answer["root"]
+    allowed = {paths.relative(p) for p in (output, options.header, options.depfile) if p}
+    dump_folder = paths.relative(options.dump_dir) + os.sep if options.dump_dir else None
+    error = (answer["result"] or {}).get("error")
+    if answer["returncode"] != 0 or error:
+        if not error:
+            raise CompileError(f"the compile on Dask worker {answer['worker']} failed with exit code "
+                               f"{answer['returncode']}: {paths.back(answer['stderr'], root).strip()[-500:]}")
+        raise CompileError(paths.back(error["message"], root), file=error["file"] and paths.back(error["file"], root),
+                           line=error["line"], fix=error["fix"] and paths.back(error["fix"], root),
+                           detail=error["detail"] and paths.back(error["detail"], root))
+    written = []
+    for relative, data in sorted(answer["files"].items()):
+        if relative not in allowed and not (dump_folder and relative.startswith(dump_folder)):
+            raise CompileError(f"the Dask worker {answer['worker']} returned an unexpected file {relative}",
+                               fix="check that the workers run the same mlirgpu as this machine")
+        if options.depfile and relative == paths.relative(options.depfile):
+            data = _local_depfile(paths.back(data.decode("utf-8"), root))
+        write_atomic(os.path.join(paths.anchor, relative), data)
+        written.append(relative)
+    result = answer["result"] or {}
+    _remove_stale_dumps(source, options, previous_record, result.get("dumps", []))
+    shown_back = [paths.back(text, root) for text in result.get("warnings", [])]
+    return RemoteResult(warnings=shown_back, cache_warnings=[paths.back(t, root) for t in result.get("cache_warnings", [])],
+                        dumps=[paths.back(p, root) for p in result.get("dumps", [])], timings=result.get("timings", {}),
+                        stages=result.get("stages", {}), worker=answer["worker"])
+
+
+def _local_depfile(text):
+    """The worker's depfile without the files this machine lacks (the worker's own tools, where they live
+    elsewhere: the fingerprint proved them the same as ours); Ninja would rebuild forever for a missing one."""
+    from .pipeline import make_depfile
+
+    output, _, rest = text.partition(": ")
+    unescape = {"\\ ": " ", "\\#": "#", "$$": "$", "\\\\": "\\"}
+
+    def plain(entry):
+        return re.sub(r"\\[ #\\]|\$\$", lambda match: unescape[match.group(0)], entry)
+
+    entries = [plain(entry.strip()) for entry in rest.rstrip("\n").split(" \\\n  ")]
+    return make_depfile(plain(output), [entry for entry in entries if entry and os.path.exists(entry)])
+
+
+def _remove_stale_dumps(source, options, previous_record, dumps_now):
+    """What the previous compile of `source` dumped here and this one did not (the worker never saw those)."""
+    import json
+
+    from .dumps import project_path
+    from .fsutil import remove_quietly
+
+    if not previous_record or not options.dump_dir:
+        return
+    try:
+        record = json.loads(previous_record)
+        listed = record.get("dumps", []) if record.get("source") == project_path(source) else []
+    except (ValueError, AttributeError):
+        return
+    keep = {os.path.basename(path) for path in dumps_now}
+    for name in listed if isinstance(listed, list) else []:
+        if isinstance(name, str) and name == os.path.basename(name) and name not in keep and not name.startswith("."):
+            remove_quietly(os.path.join(options.dump_dir, name))

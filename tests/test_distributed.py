@@ -1,0 +1,257 @@
+"""Distributed compiles on a real Dask LocalCluster (worker processes, loopback only): an SCons build through
+GPU_EXECUTOR writes the same bytes as a local build in another checkout; a worker killed mid-build costs nothing
+but time; a worker with another toolchain is refused (the build compiles here, with one warning); an unreachable
+scheduler costs one warning per build; a failed remote compile reports what a local one does."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import CORPUS, ROOT, instantiate
+from hostile_cases import CASES
+from sconsutil import SCONS, make_project
+from test_hostile_input import _fill, _materialise
+from test_service import _tree
+
+distributed = pytest.importorskip("distributed")  # installed with the project (pyproject dependencies)
+
+SITE = os.path.join(ROOT, "site_scons")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A scheduler and two worker processes with a stage cache of their own (the client's cache never serves
+    their compiles), as `mlirgpu worker` configures them (mlirgpu.distributed preloaded)."""
+    from distributed import Client, LocalCluster
+
+    worker_cache = str(tmp_path_factory.mktemp("worker-cache"))
+    env = {"MLIRGPU_CACHE_DIR": worker_cache, "PYTHONPATH": SITE, "MLIRGPU_SERVER": "off"}
+    local = LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1",
+                         dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.distributed"],
+                         env=env)
+    client = Client(local, set_as_default=False)
+    yield local, client, "dask://" + local.scheduler_address[len("tcp://"):]
+    client.close()
+    local.close()
+
+
+def _env(**extra):
+    return {**os.environ, "PYTHONPATH": SITE, **extra}
+
+
+def _scons(path, *args, env=None):
+    return subprocess.run([SCONS, "-Q", *args], cwd=path, capture_output=True, text=True, env=env or _env())
+
+
+def _outputs(path):
+    """Every file a build wrote under `path` (relative path -> bytes), records without their `stages` (which
+    say whether this machine's cache served a stage)."""
+    found = {}
+    for folder, _dirs, names in os.walk(path):
+        if ".sconsign" in folder:
+            continue
+        for name in names:
+            full = os.path.join(folder, name)
+            relative = os.path.relpath(full, path)
+            if name.startswith(".sconsign") or relative.endswith((".mlir", ".ll", "SConstruct")) and "dumps" not in relative:
+                continue
+            data = open(full, "rb").read()
+            if name == "mlirgpu.json":
+                data = re.sub(rb'"stages": \{[^}]*\}', b'"stages": {}', data)
+            found[relative] = data
+    return found
+
+
+def _project(path, count=0):
+    make_project(path)
+    for index in range(count):  # more sources, each its own module (no stage is shared between them)
+        text = open(os.path.join(CORPUS, "saxpy.nvvm.mlir")).read().replace("@saxpy_nvvm", f"@saxpy_{index}")
+        (path / f"s{index}.mlir").write_text(text.replace("@CHIP@", "sm_80").replace("@O@", "3"))
+    if count:
+        with open(path / "SConstruct", "a") as handle:
+            handle.write(f"for i in range({count}):\n    env.GpuObject(f's{{i}}', f's{{i}}.mlir')\n")
+    return path
+
+
+def test_scons_build_on_the_cluster_is_byte_identical_to_a_local_build(tmp_path, cluster):
+    _, client, url = cluster
+    remote, local = _project(tmp_path / "remote"), _project(tmp_path / "elsewhere" / "local")
+    run = _scons(remote, "DUMP=1", f"GPU_EXECUTOR={url}", env=_env(MLIRGPU_STATS="1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "4 compiles, 4 on the Dask cluster" in run.stderr, run.stderr
+    remote_warnings = [line for line in run.stderr.splitlines() if "warning:" in line]
+    run = _scons(local, "DUMP=1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert remote_warnings == [line for line in run.stderr.splitlines() if "warning:" in line] != []
+    ours, theirs = _outputs(remote), _outputs(local)
+    assert sorted(ours) == sorted(theirs) and len(ours) > 20
+    assert [name for name in ours if ours[name] != theirs[name]] == []
+    # The library d.mlir links travelled as bytes: a changed library rebuilds d remotely, with its new content.
+    from sconsutil import write_library
+
+    write_library(remote, 5)
+    write_library(local, 5)
+    for path, extra in ((remote, [f"GPU_EXECUTOR={url}"]), (local, [])):
+        run = _scons(path, "DUMP=1", *extra)
+        assert run.returncode == 0 and "d.o" in run.stdout, run.stdout + run.stderr
+    assert open(remote / "d.o", "rb").read() == open(local / "d.o", "rb").read()
+
+
+def test_a_worker_killed_mid_build_costs_only_time(tmp_path, cluster):
+    _, client, url = cluster
+    project = _project(tmp_path / "p", count=10)
+    build = subprocess.Popen([SCONS, "-Q", "-j4", f"GPU_EXECUTOR={url}"], cwd=project, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=_env(MLIRGPU_STATS="1"))
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and build.poll() is None and time.monotonic() < deadline:
+        busy = [address for address, keys in client.processing().items()
+                if any(str(key).startswith("mlirgpu-") for key in keys)]
+        if busy:
+            pids = client.run(os.getpid, workers=busy[:1])
+            killed = pids[busy[0]]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.01)
+    out, err = build.communicate(timeout=300)
+    assert killed, "no compile reached a worker"
+    assert build.returncode == 0, out + err
+    assert "14 compiles, 14 on the Dask cluster" in err, err
+    reference = _project(tmp_path / "q", count=10)
+    run = _scons(reference, "-j2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    ours, theirs = _outputs(project), _outputs(reference)
+    assert sorted(ours) == sorted(theirs) and [name for name in ours if ours[name] != theirs[name]] == []
+    client.wait_for_workers(2, timeout=60)  # the nanny brings the worker back for the next test
+
+
+def _odd_toolchain(folder):
+    """An MLIR bin folder whose mlir-translate is a wrapper (other bytes: another toolchain fingerprint)."""
+    from mlirgpu import toolchain
+
+    folder.mkdir()
+    for name in ("mlir-opt", "mlir-translate"):
+        real = toolchain.llvm_tool(name)
+        wrapper = folder / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n' if name == "mlir-translate" else "")
+        if name == "mlir-opt":
+            wrapper.unlink()
+            wrapper.symlink_to(real)
+        wrapper.chmod(0o755)
+    return str(folder)
+
+
+def test_a_worker_of_another_toolchain_is_refused(tmp_path, cluster):
+    from distributed import Client, LocalCluster
+
+    from mlirgpu import distributed as ours
+
+    with LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None) as scheduler_only, \
+            Client(scheduler_only, set_as_default=False) as client:
+        odd = _odd_toolchain(tmp_path / "odd-bin")
+        worker = subprocess.Popen([sys.executable, "-m", "mlirgpu", "worker", scheduler_only.scheduler_address,
+                                   "--nthreads", "1", "--host", "127.0.0.1"],
+                                  env=_env(MLIR_BIN=odd, MLIRGPU_CACHE_DIR=str(tmp_path / "odd-cache")),
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            client.wait_for_workers(1, timeout=60)
+            theirs = list(client.run(ours.worker_fingerprint).values())
+            assert theirs and theirs[0] != ours.fingerprint()
+            # The worker itself refuses a job of another fingerprint.
+            job = {"fingerprint": ours.fingerprint(), "argv": [], "inputs": {}, "cwd": ".", "folders": [],
+                   "source": "k.mlir"}
+            with pytest.raises(ours.Refused):
+                client.submit(ours.run_job, job, pure=False).result(timeout=60)
+            # A build sends it nothing: it compiles here, says why once, and writes what a local build writes.
+            source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+            url = "dask://" + scheduler_only.scheduler_address[len("tcp://"):]
+            runs = [subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / name)],
+                                   capture_output=True, text=True, env=_env(MLIRGPU_EXECUTOR=url))
+                    for name in ("a.o", "b.o")]
+            assert all(run.returncode == 0 for run in runs), runs
+            assert "no worker has this toolchain" in runs[0].stderr and theirs[0] in runs[0].stderr
+            assert runs[1].stderr == ""  # the verdict holds for a minute, in every process of this cache
+            local = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "c.o")],
+                                   capture_output=True, text=True, env=_env())
+            assert local.returncode == 0
+            assert open(tmp_path / "a.o", "rb").read() == open(tmp_path / "c.o", "rb").read()
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_costs_one_warning_per_build(tmp_path):
+    project = make_project(tmp_path / "p")
+    url = f"dask://127.0.0.1:{_free_port()}"
+    run = _scons(project, "-j2", f"GPU_EXECUTOR={url}", env=_env(MLIRGPU_STATS="1"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stderr.count(f"the Dask executor {url} is not used") == 1, run.stderr
+    assert "4 compiles;" in run.stderr  # none on a cluster
+    reference = make_project(tmp_path / "q")
+    assert _scons(reference).returncode == 0
+    ours, theirs = _outputs(project), _outputs(reference)
+    assert [name for name in ours if ours[name] != theirs.get(name)] == []
+
+
+def test_bad_executor_settings_are_clear_errors(tmp_path):
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    for value in ("http://127.0.0.1:8786", "dask://", "tcp://host:1"):
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "k.o")],
+                             capture_output=True, text=True, env=_env(MLIRGPU_EXECUTOR=value))
+        assert run.returncode == 1 and not (tmp_path / "k.o").exists()
+        assert run.stderr.startswith("mlirgpu: error: MLIRGPU_EXECUTOR=") and "use dask://HOST:PORT" in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_a_failed_remote_compile_reports_what_a_local_one_does(tmp_path, cluster):
+    _, _, url = cluster
+    (tmp_path / "sub").mkdir()
+    bad = tmp_path / "sub" / "bad.mlir"
+    text = open(os.path.join(CORPUS, "saxpy.nvvm.mlir")).read().replace("@CHIP@", "sm_80").replace("@O@", "3")
+    bad.write_text(text.replace("llvm.fadd", "llvm.fadd_typo"))
+    messages = []
+    for where, extra in (("remote", {"MLIRGPU_EXECUTOR": url}), ("local", {})):
+        for source in ("sub/bad.mlir", str(bad)):  # a relative and an absolute path, named as given
+            (tmp_path / "k.o").write_bytes(b"stale")
+            run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", "k.o", "--dump-intermediates",
+                                  "D"], cwd=tmp_path, capture_output=True, text=True, env=_env(**extra))
+            assert run.returncode == 1 and not (tmp_path / "k.o").exists(), (where, run.stderr)
+            messages.append(run.stderr)
+    assert messages[:2] == messages[2:], messages
+    assert "sub/bad.mlir:" in messages[0] and f"{bad}:" in messages[1]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_hostile_case_reads_the_same_through_the_cluster(name, tmp_path, cluster):
+    """The bad-input table compiled here and through the cluster, in twin folders: the same exit code, the same
+    messages, the same files left (none where the compile failed). A case whose settings change this machine's
+    toolchain finds no worker of its fingerprint and compiles here, after one warning line saying so."""
+    _, _, url = cluster
+    case = CASES[name]
+    results = {}
+    for mode in ("local", "cluster"):
+        work = tmp_path / mode / "work"
+        work.mkdir(parents=True)
+        source = _materialise(work, name, case)
+        args = [_fill(arg, work, source) for arg in case.args]
+        if "-o" not in args:
+            args = ["-o", "out.o", *args]
+        env = _env(**case.env, **({"MLIRGPU_EXECUTOR": url} if mode == "cluster" else {}))
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile",
+                              os.path.basename(source) if source.startswith(str(work)) else source, *args],
+                             env=env, cwd=work, capture_output=True, text=True, timeout=120)
+        stderr = run.stderr.replace(str(tmp_path / mode), "<case>")
+        stderr = "".join(line for line in stderr.splitlines(True) if "the Dask executor" not in line)
+        results[mode] = (run.returncode, run.stdout, stderr, _tree(work))
+    assert results["cluster"] == results["local"]
