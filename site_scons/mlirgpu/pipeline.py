@@ -325,15 +325,14 @@ def _compile(source, options, output, pretranslated, report):
 
 
 def _dependencies(compile_, jobs, caller_tools):
-    """The files besides the source that shaped the outputs: those the stages read and the tools they ran, and
-    also those that stages served by the stage cache would have, and every tool of the jobs' targets (a build
-    tool must rebuild when one changes, whether or not this compile ran it: the same list either way)."""
+    """The files besides the source that may shape the outputs: every library the jobs' link stages may read and
+    every tool of their targets, besides those the stages did read and run (a build tool must rebuild when one
+    changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""
     libraries = set(compile_.dependencies)
     tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools)
     tools.update(toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate"))
     for job in jobs:
-        if compile_.origins.get(job.id, {}).get("linked.ll") == "cached":
-            libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
+        libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
         tools.update(job.target.tools(compile_.options))
     return sorted(libraries) + sorted(tools)
 
