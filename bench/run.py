@@ -10,8 +10,10 @@ same number of targets from a trivial Command), an incremental rebuild, DUMP=1 a
 the scan of files of many modules against mlir-opt, a profile of where the time goes (MLIRGPU_PROFILE); these
 run without the stage cache and the compile server. Then the server's and the cache's (bench/fast.py): Ninja
 builds per file with the server warm, cold and off, one source with a warm server, early cutoff in a file of 20
-modules, and SCons with one of 200 sources edited against SCons's floor plus the upstream chain. Writes
-DIR/results.json and prints a table.
+modules, and SCons with one of 200 sources edited against SCons's floor plus the upstream chain. Then sharing
+beyond one machine (bench/fleet.py): a second checkout's build from the Redis remote cache against the first's
+cold one, and SCons builds through a Dask LocalCluster of 1, 2 and 4 workers with per-job overheads and a model
+for larger clusters. Writes DIR/results.json and prints a table.
 """
 import argparse
 import json
@@ -31,6 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, HERE)
 
 import fast  # noqa: E402
+import fleet  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 from mlirgpu import toolchain  # noqa: E402
 from mlirgpu.stages import STAGES  # noqa: E402
@@ -324,6 +327,7 @@ def report(results):
                  f"{inc['ours']['median']:.2f} / upstream {inc['upstream']['median']:.2f} = "
                  f"{ratio(inc['ours'], inc['upstream']):.2f}")
     lines.extend(fast_report(results))
+    lines.extend(fleet.report(results))
     prof = results["profile"]
     lines.append(f"Where the time goes (-j1 build {prof['build_seconds']:.2f} s, in compiles "
                  f"{prof['compile_seconds']:.2f} s):")
@@ -397,6 +401,9 @@ def main(argv=None):
         results["cutoff"] = fast.early_cutoff(base, reps, interleave, cuda_root())
         results["scan"] = scan_scaling(base, (100,) if args.quick else (1000, 10000), reps)
         results["profile"] = profile(corpus_dir)
+        results["remote_cache"] = fleet.remote_cache(base, corpus_dir, reps, SCONS, timed)
+        results["scaling"] = fleet.scaling(base, 10 if args.quick else 200, 1 if args.quick else min(reps, 2), SCONS,
+                                           timed, write_corpus, (1, 2) if args.quick else (1, 2, 4))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     with open(os.path.join(args.out, "results.json"), "w") as handle:

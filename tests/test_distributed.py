@@ -160,11 +160,11 @@ def test_a_worker_of_another_toolchain_is_refused(tmp_path, cluster):
                                   stderr=subprocess.PIPE, text=True)
         try:
             client.wait_for_workers(1, timeout=60)
-            theirs = list(client.run(ours.worker_fingerprint).values())
+            theirs = [fps[""] for fps in client.run(ours.worker_fingerprint).values()]
             assert theirs and theirs[0] != ours.fingerprint()
             # The worker itself refuses a job of another fingerprint.
-            job = {"fingerprint": ours.fingerprint(), "argv": [], "inputs": {}, "cwd": ".", "folders": [],
-                   "source": "k.mlir"}
+            job = {"fingerprint": ours.fingerprint(), "toolkit_of": "", "argv": [], "inputs": {}, "cwd": ".",
+                   "folders": [], "source": "k.mlir"}
             with pytest.raises(ours.Refused):
                 client.submit(ours.run_job, job, pure=False).result(timeout=60)
             # A build sends it nothing: it compiles here, says why once, and writes what a local build writes.
@@ -255,3 +255,20 @@ def test_every_hostile_case_reads_the_same_through_the_cluster(name, tmp_path, c
         stderr = "".join(line for line in stderr.splitlines(True) if "the Dask executor" not in line)
         results[mode] = (run.returncode, run.stdout, stderr, _tree(work))
     assert results["cluster"] == results["local"]
+
+
+def test_a_toolkit_named_by_path_becomes_the_workers_own(tmp_path, cluster, cuda_root, rocm_root):
+    """--toolkit names a folder of this machine: the worker uses its own toolkit of the same target (the
+    fingerprints prove them the same), so such compiles are sent too, with the same bytes as here."""
+    _, _, url = cluster
+    sources = {"n": ("saxpy.nvvm.mlir", "sm_80", cuda_root), "r": ("multi_kernel.rocdl.mlir", "gfx942", rocm_root)}
+    for name, (corpus, chip, toolkit) in sources.items():
+        source = instantiate(os.path.join(CORPUS, corpus), tmp_path / f"{name}.mlir", chip, 3)
+        profile = tmp_path / f"{name}.jsonl"
+        for mode, extra in (("remote", {"MLIRGPU_EXECUTOR": url, "MLIRGPU_PROFILE": str(profile)}), ("local", {})):
+            run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / f"{name}-{mode}.o"),
+                                  "--toolkit", toolkit, "--format", "bin"], capture_output=True, text=True,
+                                 env=_env(**extra))
+            assert run.returncode == 0 and run.stderr == "", run.stderr
+        assert '"remote": true' in profile.read_text()
+        assert (tmp_path / f"{name}-remote.o").read_bytes() == (tmp_path / f"{name}-local.o").read_bytes()

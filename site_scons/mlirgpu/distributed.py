@@ -89,7 +89,8 @@ def fingerprint(toolkit=""):
     """What a worker must have to compile for us, by content (never by path: machines lay tools out alike or
     not): the version and code of this package, llvmlite's LLVM, and each toolchain file's name and bytes."""
     parts = [__version__, _package_digest(), toolchain.llvmlite_identity()]
-    parts += [f"{os.path.basename(path)}={toolchain.file_digest(path)}" for path in toolchain_files(toolkit)]
+    parts += [f"{os.path.basename(os.path.realpath(path))}={toolchain.file_digest(path)}"
+              for path in toolchain_files(toolkit)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
@@ -105,13 +106,28 @@ def dask_setup(worker):  # noqa: ARG001 - Dask's preload hook
     print(f"mlirgpu worker: toolchain fingerprint {fingerprint()}", file=sys.stderr, flush=True)
 
 
+def own_toolkit(kind):
+    """This machine's toolkit of the target named `kind` ('' for none: each target finds its own)."""
+    if not kind:
+        return ""
+    from .options import CompileOptions
+    from .targets import TARGETS
+
+    return TARGETS[kind].toolkit(CompileOptions()) or ""
+
+
 def worker_fingerprint():
-    return fingerprint()
+    """This worker's fingerprints: with each target finding its own toolkit (''), and with the toolkit of each
+    target given to every target, as a client's --toolkit does."""
+    from .targets import TARGETS
+
+    return {kind: fingerprint(own_toolkit(kind)) for kind in ("", *TARGETS)}
 
 
 def run_job(job):
     """Run one compile here (on a Dask worker): the written files, messages and result."""
-    ours = fingerprint()
+    toolkit = own_toolkit(job["toolkit_of"])
+    ours = fingerprint(toolkit)
     if job["fingerprint"] != ours:
         raise Refused(f"toolchain fingerprint {ours}, the job needs {job['fingerprint']}")
     root = tempfile.mkdtemp(prefix="mlirgpu-remote-")
@@ -125,13 +141,16 @@ def run_job(job):
         for relative in job["folders"]:
             os.makedirs(os.path.join(root, relative), exist_ok=True)
         cwd = os.path.join(root, job["cwd"])
+        os.makedirs(cwd, exist_ok=True)
         argv = [arg if kind == "text" else (arg if kind == "relative" else os.path.join(root, arg))
-                for kind, arg in job["argv"]]
+                for kind, arg in job["argv"]] + (["--toolkit", toolkit] if toolkit else [])
         package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, VARIABLE: "", RESULT_VARIABLE: os.path.join(root, _RESULT_NAME),
                "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+        command_started = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", *argv], cwd=cwd, env=env,
                              capture_output=True, check=False)
+        command_seconds = time.perf_counter() - command_started
         result = None
         with contextlib.suppress(OSError, ValueError):
             result = store.read_json(os.path.join(root, _RESULT_NAME))
@@ -147,7 +166,7 @@ def run_job(job):
 
         return {"returncode": run.returncode, "stderr": run.stderr.decode("utf-8", "replace"), "files": files,
                 "result": result, "root": root, "worker": f"{socket.gethostname()}:{os.getpid()}",
-                "seconds": time.perf_counter() - started}
+                "seconds": time.perf_counter() - started, "command_seconds": command_seconds}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -226,12 +245,12 @@ class Executor:
                 self.client = Client(self.address, timeout=self.timeout, set_as_default=False)
             return self.client
 
-    def _matching(self, client, wanted):
+    def _matching(self, client, wanted, kind):
         known, asked = self.workers
-        if time.time() - asked > 5 or not any(fp == wanted for fp in known.values()):
+        if time.time() - asked > 5 or not any(fps.get(kind) == wanted for fps in known.values()):
             known = client.run(worker_fingerprint)
             self.workers = (known, time.time())
-        return [address for address, fp in known.items() if fp == wanted]
+        return [address for address, fps in known.items() if fps.get(kind) == wanted]
 
     def submit(self, job):
         """The worker's answer to `job`, or None when it must run here (a warning says why, once)."""
@@ -241,9 +260,10 @@ class Executor:
             client = self._connect()
             refused = set()
             for _attempt in range(3):
-                matching = [address for address in self._matching(client, job["fingerprint"]) if address not in refused]
+                matching = [address for address in self._matching(client, job["fingerprint"], job["toolkit_of"])
+                            if address not in refused]
                 if not matching:
-                    theirs = sorted(set(self.workers[0].values()))
+                    theirs = sorted({fps.get(job["toolkit_of"], "?") for fps in self.workers[0].values()})
                     self._trip(f"no worker has this toolchain (fingerprint {job['fingerprint']}; the cluster's: "
                                f"{', '.join(theirs) or 'no workers'}); install the same tools and mlirgpu there")
                     return None
@@ -287,6 +307,10 @@ def compile_remote(url, source, output, options):
     from .planning import RECORD_DUMP
 
     libraries = list(options.link_libs)
+    destinations = [output] + [p for p in (options.header, options.depfile) if p]
+    if not all(_plain_destination(os.path.dirname(os.path.abspath(p))) for p in destinations) or \
+            (options.dump_dir and not _plain_destination(os.path.abspath(options.dump_dir))):
+        return None  # an output this machine cannot write: the local compile says so, as usual
     record = os.path.join(options.dump_dir, options.dump_prefix + RECORD_DUMP) if options.dump_dir else ""
     paths = _Paths([source, output] + libraries + [p for p in (options.header, options.depfile, record) if p])
     inputs = {}
@@ -296,6 +320,14 @@ def compile_remote(url, source, output, options):
         except CompileError:
             return None  # not readable as an input: the local compile reports it as usual
     previous_record = store.read_bytes(record) if record else None
+    from .targets import TARGETS
+
+    toolkit_of = ""
+    if options.toolkit:  # the worker uses its own toolkit of the same target, proved the same by the fingerprint
+        owners = [target.name for target in TARGETS.values() if target.owns_toolkit(options.toolkit)]
+        if len(owners) != 1:
+            return None  # a folder no single target claims: only this machine knows what it means
+        toolkit_of = owners[0]
     shown = dataclasses.replace(options, toolkit="", link_libs=(), dump_dir="", header="", depfile="")
     argv = [("text", arg) for arg in to_argv(shown)]
     for flag, value in (("--dump-intermediates", options.dump_dir), ("--header", options.header),
@@ -308,11 +340,13 @@ def compile_remote(url, source, output, options):
     folders = {os.path.dirname(paths.relative(p)) for p in (output, options.header, options.depfile) if p}
     if options.dump_dir:
         folders.add(paths.relative(options.dump_dir))
-    job = {"fingerprint": fingerprint(options.toolkit), "argv": argv, "inputs": inputs, "cwd": paths.cwd,
-           "folders": sorted(folders), "source": source}
+    job = {"fingerprint": fingerprint(options.toolkit), "toolkit_of": toolkit_of, "argv": argv, "inputs": inputs,
+           "cwd": paths.cwd, "folders": sorted(folders), "source": source}
+    started = time.perf_counter()
     answer = executor(url).submit(job)
     if answer is None:
         return None
+    _profile(source, time.perf_counter() - started, answer, job)
     root = answer["root"]
     allowed = {paths.relative(p) for p in (output, options.header, options.depfile) if p}
     dump_folder = paths.relative(options.dump_dir) + os.sep if options.dump_dir else None
@@ -339,6 +373,32 @@ def compile_remote(url, source, output, options):
     return RemoteResult(warnings=shown_back, cache_warnings=[paths.back(t, root) for t in result.get("cache_warnings", [])],
                         dumps=[paths.back(p, root) for p in result.get("dumps", [])], timings=result.get("timings", {}),
                         stages=result.get("stages", {}), worker=answer["worker"])
+
+
+def _plain_destination(folder):
+    """Whether `folder` is, or can be made as, a writable folder: its nearest existing part is a folder we may
+    write in (else the outputs could not be written here, whatever the worker made)."""
+    while not os.path.lexists(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+    return os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)
+
+
+def _profile(source, seconds, answer, job):
+    """With $MLIRGPU_PROFILE: one JSON line per remote compile (the client's wait, the worker's time, the bytes
+    each way), for the benchmarks' per-job overheads."""
+    path = os.environ.get("MLIRGPU_PROFILE")
+    if path:
+        import json
+
+        line = json.dumps({"source": source, "remote": True, "seconds": seconds, "worker_seconds": answer["seconds"],
+                           "command_seconds": answer["command_seconds"],
+                           "sent_bytes": sum(map(len, job["inputs"].values())),
+                           "returned_bytes": sum(map(len, answer["files"].values()))}, sort_keys=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
 
 
 def _local_depfile(text):

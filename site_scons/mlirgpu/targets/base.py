@@ -180,6 +180,11 @@ class Target:
         """This target's toolkit root (the `toolkit` option, else found), or None."""
         return None
 
+    def owns_toolkit(self, path):
+        """Whether the folder `path` is a toolkit of this target (a compile sent to another machine uses that
+        machine's own toolkit of the same target)."""
+        return False
+
     def pre_link(self, job, module):
         """Upstream's handleModulePreLink: change the module before libraries are linked (nothing by default)."""
 

@@ -32,6 +32,9 @@ class NVVM(Target):
     def toolkit(self, options, environment=None):
         return cuda.cuda_toolkit(options.toolkit, environment)
 
+    def owns_toolkit(self, path):
+        return os.path.isfile(os.path.join(path, "bin", "ptxas"))
+
     def conversion_pass(self, chips):
         return "convert-gpu-to-nvvm"
 

@@ -67,6 +67,9 @@ class ROCDL(Target):
     def toolkit(self, options, environment=None):
         return rocm.rocm_toolkit(options.toolkit, environment)
 
+    def owns_toolkit(self, path):
+        return os.path.isdir(os.path.join(path, "amdgcn", "bitcode"))
+
     def conversion_pass(self, chips):
         """Specialised for the first chip; gpu.printf becomes HIP's hostcall printf (runtime=HIP)."""
         return f"convert-gpu-to-rocdl{{chipset={chips[0]} runtime=HIP}}"
