@@ -8,8 +8,9 @@
 - Distributed scaling: a corpus of 200 sources built by SCons (-j16) through a Dask LocalCluster of N worker
   processes (one compile at a time each, stage cache off, each worker's compiles through its compile server),
   for N = 1, 2, 4, against the same build on this machine. From the profile of every remote compile: the
-  client's wait per job, the worker's time per job, and the compile's own time inside it, so the overhead per
-  job (transport, scheduling, the worker's scratch folder) is measured, not guessed. A model
+  client's wait per job (queueing included), the worker's time per job, and the `mlirgpu compile` command's
+  time inside it (the rest is the worker's scratch folder and files), and what did not spread over the workers
+  (build time minus the workers' total busy time / N: SCons, the Dask client's start, transfers, writing). A model
   T(N) = a + b / N fitted to the measured builds predicts larger clusters; `a` is what does not spread (SCons,
   the client, writing outputs) and bounds the speed-up. On a machine with C cores, N > C workers share them.
 """
@@ -167,8 +168,10 @@ def scaling(base, count, reps, scons, timed, write_corpus, worker_counts=(1, 2, 
             wait = statistics.median(r["seconds"] for r in remote)
             worker = statistics.median(r["worker_seconds"] for r in remote)
             compile_ = statistics.median(r["command_seconds"] for r in remote)
+            busy = sum(r["worker_seconds"] for r in remote)
             results["builds"][f"{workers} workers"] = {
                 "median": statistics.median(samples), "samples": samples, "workers": workers,
+                "worker_seconds_total": busy, "not_spread": statistics.median(samples) - busy / workers,
                 "client_wait_per_job": wait, "worker_per_job": worker, "compile_per_job": compile_,
                 "sent_bytes_per_job": statistics.median(r["sent_bytes"] for r in remote),
                 "returned_bytes_per_job": statistics.median(r["returned_bytes"] for r in remote)}
@@ -219,11 +222,12 @@ def report(results):
         for name, value in scale["builds"].items():
             if "workers" not in value:
                 continue
-            lines.append(f"  {name:10s} {value['median']:6.2f}  ({value['median'] / local:.2f}x local); per job: "
-                         f"client waits {value['client_wait_per_job'] * 1000:.0f} ms, worker "
-                         f"{value['worker_per_job'] * 1000:.0f} ms of which `mlirgpu compile` "
-                         f"{value['compile_per_job'] * 1000:.0f} ms; {value['sent_bytes_per_job'] / 1e3:.1f} kB sent, "
-                         f"{value['returned_bytes_per_job'] / 1e3:.1f} kB back")
+            lines.append(f"  {name:10s} {value['median']:6.2f}  ({value['median'] / local:.2f}x local); per job on a "
+                         f"worker {value['worker_per_job'] * 1000:.0f} ms (`mlirgpu compile` "
+                         f"{value['compile_per_job'] * 1000:.0f} ms), client's wait incl. queue "
+                         f"{value['client_wait_per_job'] * 1000:.0f} ms; {value['sent_bytes_per_job'] / 1e3:.1f} kB "
+                         f"sent, {value['returned_bytes_per_job'] / 1e3:.1f} kB back; not spread over workers "
+                         f"{value['not_spread']:.2f} s")
         model = scale["model"]
         predicted = ", ".join(f"N={n}: {t:.1f} s" for n, t in model["predicted"].items())
         lines.append(f"  model T(N) = {model['a']:.2f} + {model['b']:.2f}/N (fitted on N <= cores): {predicted}; "
