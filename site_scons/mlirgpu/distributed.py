@@ -306,6 +306,8 @@ def compile_remote(url, source, output, options):
     from .options import to_argv
     from .planning import RECORD_DUMP
 
+    if options.substitute:
+        return None  # hand-edited stage outputs are a local loop: they stay on this machine
     libraries = list(options.link_libs)
     destinations = [output] + [p for p in (options.header, options.depfile) if p]
     if not all(_plain_destination(os.path.dirname(os.path.abspath(p))) for p in destinations) or \

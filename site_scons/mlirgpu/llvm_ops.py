@@ -69,6 +69,21 @@ def parse(llvm_ir, triple, chip, features, opt_level):
     return LLVMModule(module, context, machine)
 
 
+def parse_checked(llvm_ir):
+    """An LLVM module parsed from text and verified (RuntimeError with LLVM's message if it is not valid IR)."""
+    module = llvm.parse_assembly(llvm_ir, context=llvm.create_context())
+    module.verify()
+    return module
+
+
+def defines(module, name):
+    """Whether `module` defines (not only declares) the function `name`."""
+    try:
+        return not module.get_function(name).is_declaration
+    except NameError:
+        return False
+
+
 def declared_functions(job_module):
     """Names of functions the module declares with external linkage but does not define (what device libraries
     may provide; `extern_weak` declarations do not ask for a library, as upstream's check of external linkage)."""

@@ -38,6 +38,7 @@ class CompileOptions:
     dump_prefix: str = ""  # prepended to every dump file name (flat output folders, e.g. Meson's)
     depfile: str = ""  # write a Make-style depfile (source, libraries, tools) here
     lowering: str = ""  # an mlir-opt pass pipeline for target-neutral modules instead of the built-in one
+    substitute: str = ""  # a folder of hand-edited stage outputs named like the dumps: each replaces its stage's output
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ OPTIONS = (
            metavar="FILE.d"),
     Option("lowering", "--lowering", "GPU_LOWERING", "mlir-opt pass pipeline for target-neutral modules instead "
            "of the built-in lowering", metavar="PIPELINE"),
+    Option("substitute", "--substitute", "GPU_SUBSTITUTE", "a folder of hand-edited stage outputs named like the "
+           "dumps (k.opt.ll, k.isa, k.cubin...): each replaces that stage's output, and the later stages run from it",
+           metavar="DIR"),
 )
 BY_NAME = {option.name: option for option in OPTIONS}
 errors.know_options({option.name: (option.flag, option.variable) for option in OPTIONS})

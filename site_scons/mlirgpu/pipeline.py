@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import embed, process, remotecache, stagecache, stages, toolchain
+from . import embed, process, remotecache, stagecache, stages, substitute, toolchain
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -62,7 +62,9 @@ class Compile:
         self.cache = stagecache.open_cache()
         self.dependencies = []
         self.timings = {}
-        self.origins = {}  # job id -> {stage: "ran" | "cached"}
+        self.origins = {}  # job id -> {stage: "ran" | "cached" | "substituted"}
+        self.substitutes = substitute.available(options.substitute)  # file name -> path
+        self.substituted = {}  # job id -> {stage: the substitute's path}
 
     def timed(self, name, started):
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
@@ -89,13 +91,30 @@ def _run_stage(compile_, job, stage, given):
     return output
 
 
+def _substitute_loader(compile_, job, stage, kernels):
+    """(path, a function giving the substitute as the stage's output) for a stage of `job`, or None. For the
+    binary stage: (path, a function of the stage's own output giving it with the embedded binary replaced)."""
+    for name, suffix in substitute.names_for(job, stage.suffix, compile_.options):
+        path = compile_.substitutes.get(name)
+        if path is None:
+            continue
+        if stage.suffix == stages.BINARY:
+            data = substitute.load_binary(job, path, suffix, kernels, compile_.options)
+            return path, lambda output: {**output, suffix: data}
+        load = substitute.load_isa if stage.suffix == "isa" else substitute.load_ir
+        load(job, path, kernels)  # checked now, so a bad substitute fails before any stage runs
+        return path, lambda: load(job, path, kernels)
+    return None
+
+
 def run_job(compile_, job, llvm_ir):
     """Run the stage table for one job: each stage's output is the next one's input.
 
     With the stage cache, a stage whose key (its input's hash and its context) is stored is not run: its output
     comes from the cache, and so the next stage's key is known without running anything (early cutoff). A stage
     that must run after cached ones gets its input by running the stages before it again, from the translation
-    (the stages hand each other LLVM modules, which the cache does not hold)."""
+    or the last substitute (the stages hand each other LLVM modules, which the cache does not hold). A
+    substituted stage is never cached; the stages after it are keyed by the substitute's bytes."""
     llvm_ir = stages.amend_translation(job, llvm_ir)
     chain = stages.for_format(compile_.options.format)
     cache = compile_.cache
@@ -103,22 +122,41 @@ def run_job(compile_, job, llvm_ir):
     result = JobOutput(None, {})
     digest = hashlib.sha256(llvm_ir.encode("utf-8")).hexdigest()
     live = llvm_ir  # the in-memory input of the next stage; None when the previous stage came from the cache
+    kernels = substitute.kernel_names(job, llvm_ir) if compile_.substitutes else []
+    loaders = {stage.suffix: _substitute_loader(compile_, job, stage, kernels) for stage in chain} \
+        if compile_.substitutes else {}
     for index, stage in enumerate(chain):
+        found = loaders.get(stage.suffix)
+        if found and stage.suffix != stages.BINARY:
+            output = live = found[1]()
+            origin[stage.suffix] = "substituted"
+            compile_.substituted.setdefault(job.id, {})[stage.suffix] = found[0]
+            payload = stage.save(output)
+            digest = hashlib.sha256(payload).hexdigest()
+            compile_.on_stage(job, stage.suffix, output)
+            if stage.suffix == "isa":
+                result.assembly = output
+            continue
         key = stagecache.key(stage.suffix, digest, *stage.context(compile_, job)) if cache else None
         payload = cache.get(key) if cache else None
         if payload is not None:
             output, live = stage.restore(payload), None
             origin[stage.suffix] = "cached"
         else:
-            if live is None:  # recompute this stage's input, which came from the cache
-                live = llvm_ir
-                for earlier in chain[:index]:
+            if live is None:  # recompute this stage's input, from the translation or the last substitute
+                start = max((i for i, earlier in enumerate(chain[:index]) if loaders.get(earlier.suffix)), default=-1)
+                live = loaders[chain[start].suffix][1]() if start >= 0 else llvm_ir
+                for earlier in chain[start + 1:index]:
                     live = _run_stage(compile_, job, earlier, live)
             output = live = _run_stage(compile_, job, stage, live)
             origin[stage.suffix] = "ran"
             if cache:
                 payload = stage.save(output)
                 cache.put(key, payload)
+        if found:  # the binary stage: its embedded binary replaced
+            output = live = found[1](output)
+            origin[stage.suffix] = "substituted"
+            compile_.substituted.setdefault(job.id, {})[stage.suffix] = found[0]
         if cache:
             digest = hashlib.sha256(payload).hexdigest()
         compile_.on_stage(job, stage.suffix, output)
@@ -295,6 +333,10 @@ def _compile(source, options, output, pretranslated, report):
         finally:
             if compile_.cache:
                 compile_.cache.flush()
+        for job in jobs:
+            for stage, path in compile_.substituted.get(job.id, {}).items():
+                warnings.append(CompileWarning(f"module @{job.module.name} ({job.chip}): the {stage} stage's output "
+                                               f"is the substitute {path}", file=source, line=job.module.line))
         binaries = _embeddings(compile_, loaded, jobs, outputs, dumps)
         started = time.perf_counter()
         source_name = os.path.basename(source)
@@ -316,7 +358,8 @@ def _compile(source, options, output, pretranslated, report):
     header = embed.header(binaries, options.layout, options.section, source_name,
                           embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if dumps:
-        dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins))
+        dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
+                             compile_.substituted))
         timings["dumps"] = dumps.seconds
     dependencies = [source] + _dependencies(compile_, jobs, caller_tools) + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
@@ -337,7 +380,7 @@ def _dependencies(compile_, jobs, caller_tools):
     return sorted(libraries) + sorted(tools)
 
 
-def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None):
+def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None, substituted=None):
     """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these). The
     dump folder adds every file with its sha256, so a copy restored from a cache can be checked."""
     folder = options.dump_dir
@@ -356,9 +399,11 @@ def _record(source, options, jobs, binaries, warnings, obj, output=None, origins
              "features": job.attr.features, "stem": job.stem,
              "dumps": [f"{options.dump_prefix}{job.stem}.{suffix}"
                        for suffix in stages.dump_suffixes(job.target, options.format)],
-             "stages": (origins or {}).get(job.id, {})}
+             "stages": (origins or {}).get(job.id, {}),
+             "substituted": {stage: project_path(path) for stage, path in (substituted or {}).get(job.id, {}).items()}}
             for job in jobs
         ],
+        "substituted": any((substituted or {}).values()),
         "binaries": [
             {"symbol": item.symbol, "module": item.module, "target": item.family, "chips": list(item.chips),
              "format": item.format, "section": embed.section_for(item, options.layout, options.section),

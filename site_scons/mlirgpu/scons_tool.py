@@ -247,6 +247,8 @@ def _env_options(env, target, source, **paths):
     values = {option.name: _text(env, option.variable, target, source) for option in OPTIONS
               if option.variable and option.name not in ("chip", "link_libs", "header", "dump_dir")}
     values.update(chip=",".join(_as_list(setting(env, "GPU_CHIP"))), opt_level=values["opt_level"] or None, **paths)
+    if values["substitute"]:
+        values["substitute"] = _substitute_dir(env, values["substitute"]).path
     return check_options(_source_path(source[0]), CompileOptions(**values), search_environment(env))
 
 
@@ -279,6 +281,8 @@ def _emitter(target, source, env, shared=False):
         options = _options(env, target, source)
     except CompileError:
         options = None  # the action reports it (read time is not where one object's error should stop a build)
+    if options is not None and options.substitute:
+        _depend_on_substitutes(env, obj, source, options)
     if _bool(setting(env, "GPU_DUMP")):
         if options is not None:
             extra += [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
@@ -289,6 +293,20 @@ def _emitter(target, source, env, shared=False):
     if not _executor(env):  # compiles sent to a cluster need no local translations or workers
         _TRANSLATIONS.declare(source[0], [obj] + extra)
     return [obj] + extra + target[1:], source
+
+
+def _substitute_dir(env, value):
+    """GPU_SUBSTITUTE's folder: relative to the top folder (where `scons` runs), as on the command line."""
+    return env.Dir(value if os.path.isabs(value) or value.startswith("#") else "#" + value)
+
+
+def _depend_on_substitutes(env, obj, source, options):
+    """The substitutes of this object's jobs, as dependencies: editing one rebuilds, and so does adding or
+    removing one (the list of present names is a dependency too)."""
+    folder = _substitute_dir(env, options.substitute)
+    names = planned_outputs(_source_path(source[0], absolute=True), options)
+    present = [folder.File(name) for name in names if os.path.isfile(folder.File(name).abspath)]
+    env.Depends(obj, present + [env.Value("mlirgpu substitutes: " + ",".join(sorted(node.name for node in present)))])
 
 
 def _static_emitter(target, source, env):

@@ -180,6 +180,14 @@ class Target:
         """This target's toolkit root (the `toolkit` option, else found), or None."""
         return None
 
+    # Substitutes (mlirgpu.substitute).
+
+    assembles_from_text = True  # the serializer reads the ISA text (an .isa substitute can replace that stage)
+
+    def assembly_chip(self, text):
+        """The chip an ISA text is for, as the target writes it (None when it names none)."""
+        return None
+
     def owns_toolkit(self, path):
         """Whether the folder `path` is a toolkit of this target (a compile sent to another machine uses that
         machine's own toolkit of the same target)."""

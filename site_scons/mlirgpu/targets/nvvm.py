@@ -32,6 +32,10 @@ class NVVM(Target):
     def toolkit(self, options, environment=None):
         return cuda.cuda_toolkit(options.toolkit, environment)
 
+    def assembly_chip(self, text):
+        match = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
+        return match.group(1) if match else None
+
     def owns_toolkit(self, path):
         return os.path.isfile(os.path.join(path, "bin", "ptxas"))
 

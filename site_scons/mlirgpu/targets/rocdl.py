@@ -67,6 +67,10 @@ class ROCDL(Target):
     def toolkit(self, options, environment=None):
         return rocm.rocm_toolkit(options.toolkit, environment)
 
+    def assembly_chip(self, text):
+        match = re.search(r'^\s*\.amdgcn_target\s+"[^"]*--([\w.]+)', text, re.M)
+        return match.group(1) if match else None
+
     def owns_toolkit(self, path):
         return os.path.isdir(os.path.join(path, "amdgcn", "bitcode"))
 

@@ -32,6 +32,7 @@ class XeVM(Target):
     parameters = {**{key: kind for key, kind in COMMON_PARAMETERS.items() if key != "link"}, "linkFiles": list}
     link_parameter = "linkFiles"
     kernel_convention = "spir_kernel"
+    assembles_from_text = False  # the SPIR-V binary is emitted from the optimized module
     isolated_codegen = True  # LLVM 22's SPIR-V back end keeps module state in a static (llvm_ops.emit_assembly)
 
     def parameter_problem(self, params):
