@@ -168,3 +168,20 @@ def test_scons_rebuilds_when_a_substitute_is_added_edited_or_removed(tmp_path, c
     assert "warning" not in run.stderr
     assert (tmp_path / "k.o").read_bytes() == original
     assert _record(tmp_path / "k.dumps")["substituted"] is False
+
+
+def test_the_manifest_and_reports_mark_substituted_jobs_and_a_gate_can_refuse_them(tmp_path, cuda_root):
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    assert _compile(tmp_path, source).returncode == 0
+    (tmp_path / "S").mkdir()
+    (tmp_path / "S" / "saxpy_nvvm.opt.ll").write_text((tmp_path / "D" / "saxpy_nvvm.opt.ll").read_text())
+    assert _compile(tmp_path, source, "--substitute", "S", dumps="D2").returncode == 0
+    clean = mlirgpu("artifacts", "D", "-o", "A", "--fail-on", "substituted", cwd=tmp_path)
+    assert clean.returncode == 0, clean.stderr
+    gated = mlirgpu("artifacts", "D2", "-o", "B", "--fail-on", "substituted", cwd=tmp_path)
+    assert gated.returncode == 1 and "substituted:" in gated.stderr and "S/saxpy_nvvm.opt.ll" in gated.stderr
+    manifest = json.loads((tmp_path / "B" / "gpu-manifest.json").read_text())
+    assert manifest["objects"][0]["jobs"][0]["substituted"] == {"opt.ll": "S/saxpy_nvvm.opt.ll"}
+    for report in ("gpu-report.md", "gpu-report.html"):
+        assert "Substituted stages" in (tmp_path / "B" / report).read_text()
+        assert "Substituted stages" not in (tmp_path / "A" / report).read_text()
