@@ -49,8 +49,14 @@ def _outputs(project):
         for name in names:
             path = os.path.join(folder, name)
             data = open(path, "rb").read()
-            if name == "mlirgpu.json":
-                data = re.sub(rb'"stages": \{[^}]*\}', b'"stages": {}', data)
+            if name == "repro.sh":  # names the tools of the machine that compiled (variables a user may set)
+                continue
+            if name == "mlirgpu.json":  # without where each stage came from, and which tools would remake it
+                record = json.loads(data)
+                for job in record["jobs"]:
+                    job.pop("stages"), job.pop("repro")
+                record["sha256"] = {k: v for k, v in record["sha256"].items() if not k.endswith("repro.sh")}
+                data = json.dumps(record, sort_keys=True).encode()
             found[os.path.relpath(path, project)] = data
     return found
 

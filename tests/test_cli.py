@@ -45,7 +45,7 @@ def test_seed_scenario_leaves_every_stage(kind, tmp_path):
                   "--dump-intermediates", str(tmp_path / "D"))
     assert run.returncode == 0, run.stderr
     assert sorted(os.listdir(tmp_path / "D")) == sorted(
-        [f"kernel_module.{s}" for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["mlirgpu.json"])
+        [f"kernel_module.{s}" for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["mlirgpu.json", "repro.sh"])
     isa = (tmp_path / "D" / "kernel_module.isa").read_text()
     assert (".target sm_90" in isa) if kind == "nvvm" else (".amdgcn_target" in isa and "gfx942" in isa)
     initial = (tmp_path / "D" / "kernel_module.initial.ll").read_text()
@@ -137,7 +137,7 @@ def test_quoted_module_names_stay_inside_the_dump_dir(tmp_path):
     run = mlirgpu("compile", source, "-o", str(tmp_path / "k.o"), "--format", "isa", "--dump-intermediates", str(dumps))
     assert run.returncode == 0, run.stderr
     assert sorted(os.listdir(dumps)) == sorted(
-        [f"______escape_me.{s}" for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["mlirgpu.json"])
+        [f"______escape_me.{s}" for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["mlirgpu.json", "repro.sh"])
     assert sorted(os.listdir(tmp_path / "deep")) == ["D"]
 
 

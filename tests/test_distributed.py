@@ -2,6 +2,7 @@
 GPU_EXECUTOR writes the same bytes as a local build in another checkout; a worker killed mid-build costs nothing
 but time; a worker with another toolchain is refused (the build compiles here, with one warning); an unreachable
 scheduler costs one warning per build; a failed remote compile reports what a local one does."""
+import json
 import os
 import re
 import signal
@@ -62,8 +63,14 @@ def _outputs(path):
             if name.startswith(".sconsign") or relative.endswith((".mlir", ".ll", "SConstruct")) and "dumps" not in relative:
                 continue
             data = open(full, "rb").read()
-            if name == "mlirgpu.json":
-                data = re.sub(rb'"stages": \{[^}]*\}', b'"stages": {}', data)
+            if name == "repro.sh":  # names the tools of the machine that compiled (variables a user may set)
+                continue
+            if name == "mlirgpu.json":  # without where each stage came from, and which tools would remake it
+                record = json.loads(data)
+                for job in record["jobs"]:
+                    job.pop("stages"), job.pop("repro")
+                record["sha256"] = {k: v for k, v in record["sha256"].items() if not k.endswith("repro.sh")}
+                data = json.dumps(record, sort_keys=True).encode()
             found[relative] = data
     return found
 

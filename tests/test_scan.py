@@ -48,4 +48,4 @@ def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
     source.write_text(TRICKY)
     names = planned_outputs(str(source), CompileOptions(format="isa"))
     assert names == [f"odd_name.{chip}.{s}" for chip in ("gfx90a", "sm_80")
-                     for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["mlirgpu.json"]
+                     for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["repro.sh", "mlirgpu.json"]

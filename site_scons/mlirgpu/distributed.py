@@ -68,20 +68,12 @@ def toolchain_files(toolkit=""):
     device libraries (`toolkit`: a compile's --toolkit)."""
     from .options import CompileOptions
     from .targets import TARGETS
-    from .targets.cuda import libdevice
 
     options = CompileOptions(toolkit=toolkit)
     files = [toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate")]
     for target in TARGETS.values():
         with contextlib.suppress(CompileError):
-            files += target.tools(options)
-            root = target.toolkit(options)
-            if target.name == "nvvm" and root:
-                files.append(libdevice(root) or "")
-            elif target.name == "rocdl" and root:
-                bitcode = os.path.join(root, "amdgcn", "bitcode")
-                files += [os.path.join(bitcode, name) for name in sorted(os.listdir(bitcode))
-                          if name.endswith(".bc")] if os.path.isdir(bitcode) else []
+            files += target.tools(options) + target.device_libraries(options)
     return [path for path in files if path]
 
 

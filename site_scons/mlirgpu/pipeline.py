@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import embed, process, remotecache, stagecache, stages, substitute, toolchain
+from . import embed, process, remotecache, repro, stagecache, stages, substitute, toolchain
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -30,7 +30,7 @@ from .mlirtext import SYMBOL, hex_escaped
 from .mlirtools import run_mlir_tool, translate_pieces
 from .naming import c_name, file_stem
 from .options import hint
-from .planning import HOST_DUMP, check_options, check_output_roles, fat_container, plan, planned_dumps
+from .planning import HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, fat_container, plan, planned_dumps
 from .scan import direct_source, pieces_key
 
 
@@ -358,8 +358,11 @@ def _compile(source, options, output, pretranslated, report):
     header = embed.header(binaries, options.layout, options.section, source_name,
                           embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if dumps:
+        commands = {job.id: repro.commands(job, options) for job in jobs}
+        containers = repro.container_commands(loaded.modules, jobs, options, loaded.has_host_code)
+        dumps.write(REPRO_DUMP, repro.script(jobs, options, commands, containers))
         dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
-                             compile_.substituted))
+                             compile_.substituted, commands))
         timings["dumps"] = dumps.seconds
     dependencies = [source] + _dependencies(compile_, jobs, caller_tools) + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
@@ -380,7 +383,8 @@ def _dependencies(compile_, jobs, caller_tools):
     return sorted(libraries) + sorted(tools)
 
 
-def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None, substituted=None):
+def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None, substituted=None,
+            commands=None):
     """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these). The
     dump folder adds every file with its sha256, so a copy restored from a cache can be checked."""
     folder = options.dump_dir
@@ -400,7 +404,8 @@ def _record(source, options, jobs, binaries, warnings, obj, output=None, origins
              "dumps": [f"{options.dump_prefix}{job.stem}.{suffix}"
                        for suffix in stages.dump_suffixes(job.target, options.format)],
              "stages": (origins or {}).get(job.id, {}),
-             "substituted": {stage: project_path(path) for stage, path in (substituted or {}).get(job.id, {}).items()}}
+             "substituted": {stage: project_path(path) for stage, path in (substituted or {}).get(job.id, {}).items()},
+             "repro": (commands or {}).get(job.id, [])}
             for job in jobs
         ],
         "substituted": any((substituted or {}).values()),

@@ -14,6 +14,7 @@ from .options import hint, validate
 
 RECORD_DUMP = "mlirgpu.json"
 HOST_DUMP = "host.ll"
+REPRO_DUMP = "repro.sh"  # the stock-tool commands that remake the stage dumps (mlirgpu.repro)
 
 
 @dataclass
@@ -149,7 +150,7 @@ def planned_dumps(modules, options, host_code):
     names = []
     for module in modules:
         names += dump_names(module.name, module.targets, options, host_code)
-    names += ([HOST_DUMP] if host_code else []) + [RECORD_DUMP]
+    names += ([HOST_DUMP] if host_code else []) + [REPRO_DUMP, RECORD_DUMP]
     return [options.dump_prefix + name for name in names]
 
 

@@ -219,6 +219,32 @@ class Target:
         """Whether translated LLVM IR defines a kernel (a module without one is warned about)."""
         return re.search(rf"^define (?:[\w\s]+ )?{self.kernel_convention} ", llvm_ir, re.M) is not None
 
+    def binary_commands(self, job, options, folder):
+        """[(argv, what, fix)]: the stock-tool runs that make the job's binaries from its dumps, on files named
+        as the dumps (with the dump prefix) in `folder`. The default serializer runs them in a scratch folder;
+        with folder '' they are the commands that reproduce the binary stage in a dump folder (mlirgpu.repro).
+        A serializer that makes the binary in process names the stock equivalent here."""
+        return []
+
+    def serialize(self, job, assembly, options, scratch):
+        """The binary stage: {suffix: bytes} for `binary_suffixes(options.format)`, from the `isa` stage's
+        Assembly (its text, and the module it came from). By default: `run_binary_commands`."""
+        return self.run_binary_commands(job, assembly, options, scratch, self.binary_suffixes(options.format))
+
+    def run_binary_commands(self, job, assembly, options, scratch, suffixes):
+        """The ISA text written under its dump name into `scratch`, each of `binary_commands` run there, and
+        the files of `suffixes` they made ({suffix: bytes})."""
+        isa = os.path.join(scratch, f"{options.dump_prefix}{job.stem}.isa")
+        with open(isa, "w", encoding="utf-8") as handle:
+            handle.write(assembly.text)
+        for argv, what, fix in self.binary_commands(job, options, scratch):
+            run_tool(argv, what, job, fix=fix, names={scratch + os.sep: ""})
+        outputs = {}
+        for suffix in suffixes:
+            with open(os.path.join(scratch, f"{options.dump_prefix}{job.stem}.{suffix}"), "rb") as handle:
+                outputs[suffix] = handle.read()
+        return outputs
+
     def binary_suffixes(self, fmt):
         """File suffixes the serializer writes for format `fmt` ('bin' or 'fatbin'); the last is embedded."""
         raise NotImplementedError
@@ -230,11 +256,6 @@ class Target:
     def embedded_format(self, fmt):
         """The format recorded for a binary this target embeds for `fmt` (upstream may fall back)."""
         return fmt
-
-    def serialize(self, job, assembly, options, scratch):
-        """The binary stage: {suffix: bytes} for `binary_suffixes(options.format)`, from the `isa` stage's
-        Assembly (its text, and the module it came from)."""
-        raise NotImplementedError
 
     def object_properties(self, job, fmt):
         """Properties upstream's serializer records in the `#gpu.object` (they shape the host launch glue)."""
@@ -249,6 +270,11 @@ class Target:
         """The fat container's bytes from each job's binaries ({suffix: bytes}) and Assembly."""
         raise NotImplementedError
 
+    def combine_commands(self, jobs, options, folder, name):
+        """[(argv, what, fix)]: the stock-tool runs that make the fat container `name` from the jobs' dumps in
+        `folder` ([] where it is made in process without a stock equivalent)."""
+        return []
+
     def failure_fix(self, message):
         """What to do about an LLVM failure (`message`) in one of this target's stages, or None."""
         return None
@@ -262,6 +288,10 @@ class Target:
 
     def tools(self, options, environment=None):
         """Paths of the external tools this target's compiles run (their identities enter signatures)."""
+        return []
+
+    def device_libraries(self, options):
+        """Paths of every device library this target's toolkit offers (a remote worker's must be the same)."""
         return []
 
 

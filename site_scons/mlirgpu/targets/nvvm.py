@@ -7,6 +7,7 @@ from .. import process
 from . import cuda
 from ..cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
+from ..naming import file_stem
 from ..options import hint
 from .base import COMMON_PARAMETERS, Library, Target, VendorSection, run_tool
 
@@ -35,6 +36,10 @@ class NVVM(Target):
     def assembly_chip(self, text):
         match = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
         return match.group(1) if match else None
+
+    def device_libraries(self, options):
+        root = self.toolkit(options)
+        return [cuda.libdevice(root)] if root and cuda.libdevice(root) else []
 
     def owns_toolkit(self, path):
         return os.path.isfile(os.path.join(path, "bin", "ptxas"))
@@ -76,32 +81,28 @@ class NVVM(Target):
         return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
 
     def serialize(self, job, assembly, options, scratch):
-        fmt, isa = options.format, assembly.text
+        """The cubin, and the fatbin for format fatbin (named here: a variant target may rename its dumps)."""
+        return self.run_binary_commands(job, assembly, options, scratch,
+                                        ("cubin", "fatbin") if options.format == "fatbin" else ("cubin",))
+
+    def binary_commands(self, job, options, folder):
+        """ptxas on the ISA dump (PTX), then fatbinary with the cubin and the PTX for format fatbin: as
+        upstream's NVVM serializer runs them, on files named as the dumps in `folder`."""
+        name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
         toolkit = self.toolkit(options)
         ptxas = cuda.cuda_tool("ptxas", toolkit)
-        ptx_path = os.path.join(scratch, "kernel.ptx")
-        cubin_path = os.path.join(scratch, "kernel.cubin")
-        with open(ptx_path, "w", encoding="utf-8") as handle:
-            handle.write(isa)
-        argv = [ptxas, "-arch", job.chip, ptx_path, "-o", cubin_path, "--opt-level", str(job.opt_level)]
+        argv = [ptxas, "-arch", job.chip, name("isa"), "-o", name("cubin"), "--opt-level", str(job.opt_level)]
         opts = tokenize_cmd_options(options.opts)
         argv += [arg for arg in opts if arg != "-32"]  # upstream: `-32` is fatbinary's, every other is ptxas's
         argv += ptxas_cmd_options(job.attr)
-        run_tool(argv, "ptxas", job, fix=_ptxas_fix(job.chip, ptxas), names={ptx_path: f"{job.stem}.isa"})
-        with open(cubin_path, "rb") as handle:
-            outputs = {"cubin": handle.read()}
-        if fmt == "fatbin":
-            fatbinary = cuda.cuda_tool("fatbinary", toolkit)
-            fatbin_path = os.path.join(scratch, "kernel.fatbin")
+        commands = [(argv, "ptxas", _ptxas_fix(job.chip, ptxas))]
+        if options.format == "fatbin":
             sm = _sm(job.chip)
-            run_tool(
-                [fatbinary, "-32" if "-32" in opts else "-64", f"--image3=kind=elf,sm={sm},file={cubin_path}",
-                 f"--image3=kind=ptx,sm={sm},file={ptx_path}", "--create", fatbin_path],
-                "fatbinary", job,
-            )
-            with open(fatbin_path, "rb") as handle:
-                outputs["fatbin"] = handle.read()
-        return outputs
+            commands.append(([cuda.cuda_tool("fatbinary", toolkit), "-32" if "-32" in opts else "-64",
+                              f"--image3=kind=elf,sm={sm},file={name('cubin')}",
+                              f"--image3=kind=ptx,sm={sm},file={name('isa')}", "--create", name("fatbin")],
+                             "fatbinary", None))
+        return commands
 
     def object_properties(self, job, fmt):
         # NVVM records the O level for ISA objects: the glue passes it to mgpuModuleLoadJIT.
@@ -111,25 +112,28 @@ class NVVM(Target):
         """Several chips with format fatbin: one fatbin (as nvcc makes)."""
         return "fatbin" if options.format == "fatbin" and count > 1 else None
 
-    def combine(self, jobs, binaries, assemblies, options, scratch):
-        """One fatbin: every chip's cubin, plus the PTX of the newest chip (as nvcc does), via fatbinary."""
+    def combine_commands(self, jobs, options, folder, name):
+        """fatbinary with every chip's cubin dump, plus the PTX dump of the newest chip (as nvcc does)."""
+        dump = lambda job, suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
         bits = "-32" if "-32" in tokenize_cmd_options(options.opts) else "-64"
         argv = [cuda.cuda_tool("fatbinary", self.toolkit(options)), bits]
-        for index, (job, binary) in enumerate(zip(jobs, binaries)):
-            path = os.path.join(scratch, f"combine{index}.cubin")
-            with open(path, "wb") as handle:
-                handle.write(binary["cubin"])
-            argv.append(f"--image3=kind=elf,sm={_sm(job.chip)},file={path}")
-        newest = max(range(len(jobs)), key=lambda i: int(re.sub(r"\D", "", _sm(jobs[i].chip)) or 0))
-        ptx = os.path.join(scratch, "combine.ptx")
-        with open(ptx, "w", encoding="utf-8") as handle:
-            handle.write(assemblies[newest].text)
-        fatbin = os.path.join(scratch, "combined.fatbin")
-        argv += [f"--image3=kind=ptx,sm={_sm(jobs[newest].chip)},file={ptx}", "--create", fatbin]
-        run_tool(argv, "fatbinary (several chips)", jobs[newest])
-        with open(fatbin, "rb") as handle:
-            return handle.read()
+        argv += [f"--image3=kind=elf,sm={_sm(job.chip)},file={dump(job, 'cubin')}" for job in jobs]
+        newest = max(jobs, key=lambda job: int(re.sub(r"\D", "", _sm(job.chip)) or 0))
+        argv += [f"--image3=kind=ptx,sm={_sm(newest.chip)},file={dump(newest, 'isa')}", "--create",
+                 os.path.join(folder, name)]
+        return [(argv, "fatbinary (several chips)", None)]
 
+    def combine(self, jobs, binaries, assemblies, options, scratch):
+        """One fatbin: every chip's cubin, plus the PTX of the newest chip, via fatbinary (combine_commands)."""
+        for job, binary, assembly in zip(jobs, binaries, assemblies):
+            for suffix, data in (("cubin", binary["cubin"]), ("isa", assembly.text.encode("utf-8"))):
+                with open(os.path.join(scratch, f"{options.dump_prefix}{job.stem}.{suffix}"), "wb") as handle:
+                    handle.write(data)
+        name = f"{options.dump_prefix}{file_stem(jobs[0].module.name)}.fatbin"
+        for argv, what, fix in self.combine_commands(jobs, options, scratch, name):
+            run_tool(argv, what, jobs[0], fix=fix, names={scratch + os.sep: ""})
+        with open(os.path.join(scratch, name), "rb") as handle:
+            return handle.read()
 
     def kernel_resources(self, job, isa_path, options, toolkit):
         """`ptxas -v` on the PTX dump with the compile's options: per entry function its registers, barriers,

@@ -71,6 +71,12 @@ class ROCDL(Target):
         match = re.search(r'^\s*\.amdgcn_target\s+"[^"]*--([\w.]+)', text, re.M)
         return match.group(1) if match else None
 
+    def device_libraries(self, options):
+        root = self.toolkit(options)
+        bitcode = os.path.join(root, "amdgcn", "bitcode") if root else ""
+        return [os.path.join(bitcode, name) for name in sorted(os.listdir(bitcode)) if name.endswith(".bc")] \
+            if bitcode and os.path.isdir(bitcode) else []
+
     def owns_toolkit(self, path):
         return os.path.isdir(os.path.join(path, "amdgcn", "bitcode"))
 
@@ -151,22 +157,16 @@ class ROCDL(Target):
     def embedded_format(self, fmt):
         return "bin" if fmt == "fatbin" else fmt
 
-    def serialize(self, job, assembly, options, scratch):
-        isa = assembly.text
-        asm_path = os.path.join(scratch, "kernel.s")
-        obj_path = os.path.join(scratch, "kernel.o")
-        hsaco_path = os.path.join(scratch, "kernel.hsaco")
-        with open(asm_path, "w", encoding="utf-8") as handle:
-            handle.write(isa)
+    def binary_commands(self, job, options, folder):
+        """llvm-mc assembles the ISA dump, ld.lld links the HSACO: on files named as the dumps in `folder` (the
+        object between them, `<stem>.o`, is no dump)."""
+        name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
         argv = [toolchain.llvm_tool("llvm-mc"), f"-triple={job.attr.triple}", f"-mcpu={job.chip}"]
         if job.attr.features:
             argv.append(f"-mattr={job.attr.features}")
-        run_tool(argv + ["-filetype=obj", asm_path, "-o", obj_path], "assembling the ISA (llvm-mc)", job,
-                 names={asm_path: f"{job.stem}.isa"})
-        lld = rocm.lld(self.toolkit(options))
-        run_tool([lld, "-shared", obj_path, "-o", hsaco_path], "linking the HSACO (ld.lld)", job)
-        with open(hsaco_path, "rb") as handle:
-            return {"hsaco": handle.read()}
+        return [(argv + ["-filetype=obj", name("isa"), "-o", name("o")], "assembling the ISA (llvm-mc)", None),
+                ([rocm.lld(self.toolkit(options)), "-shared", name("o"), "-o", name("hsaco")],
+                 "linking the HSACO (ld.lld)", None)]
 
     def fat_container(self, count, options):
         """With format fatbin, several chips or the vendor layout: one clang offload bundle (`.hipfb`)."""

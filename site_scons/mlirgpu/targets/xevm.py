@@ -11,8 +11,10 @@ Upstream 22.1.8 (mlir/lib/Target/LLVM/XeVM/Target.cpp), measured against mlir-op
 Kernel resources (registers, spills) exist only after the driver's compiler (IGC) has run, so the report lists
 the kernels with their names alone.
 """
+import os
 import re
 
+from .. import toolchain
 from ..errors import CompileError
 from ..mlirops import first_function_with
 from ..mlirtext import Unreadable
@@ -82,6 +84,12 @@ class XeVM(Target):
 
     def assembly_object(self, text):
         return text.encode("utf-8") + b"\0"  # upstream's object keeps the assembly's NUL
+
+    def binary_commands(self, job, options, folder):
+        """The stock equivalent of the in-process emission below: `llc -filetype=obj` on the optimized IR."""
+        name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
+        return [([toolchain.llvm_tool("llc"), f"-O{job.opt_level}", "-filetype=obj", name("opt.ll"), "-o",
+                  name("spv")], "emitting SPIR-V (llc)", None)]
 
     def serialize(self, job, assembly, options, scratch):
         from .. import llvm_ops
