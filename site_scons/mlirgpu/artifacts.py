@@ -330,10 +330,14 @@ def _chart(rows):
     return "\n".join(parts)
 
 
-def html_report(manifest, changes=None, broken=()):
-    """A self-contained page (no scripts, no network): the chart, regressions, changes and the kernel table."""
+def html_report(manifest, changes=None, broken=(), trace=""):
+    """A self-contained page (no scripts, no network): the chart, regressions, changes and the kernel table;
+    a link to the build's trace (`trace`, relative to the page) when there is one."""
     rows = kernel_rows(manifest)
     body = ["<h1>GPU kernels</h1>", _chart(rows)]
+    if trace:
+        body.append(f'<p>Build trace: <a href="{html.escape(trace)}">{html.escape(trace)}</a> (open it in '
+                    "ui.perfetto.dev or chrome://tracing)</p>")
     if broken:
         body += ["<h2>Regressions (the build fails)</h2>", "<ul>"] + \
                 [f"<li>{html.escape(item)}</li>" for item in broken] + ["</ul>"]
@@ -388,8 +392,9 @@ def manifest_files(manifest):
 OUTPUTS = ("gpu-manifest.json", "gpu-report.md", "gpu-report.html", "gpu-artifacts.tar.gz")
 
 
-def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fail_on=""):
-    """Write OUTPUTS into `out_dir`; returns the regression messages (the caller fails the build on any)."""
+def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fail_on="", trace=""):
+    """Write OUTPUTS into `out_dir`; returns the regression messages (the caller fails the build on any).
+    `trace`: the build's trace file, which the HTML report links."""
     from .fsutil import write_atomic
 
     rules = parse_rules(fail_on)
@@ -408,7 +413,8 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     names = dict(zip(("manifest", "markdown", "html", "archive"), OUTPUTS))
     write_atomic(os.path.join(out_dir, names["manifest"]), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken))
-    write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken))
+    link = os.path.relpath(trace, out_dir).replace(os.sep, "/") if trace else ""
+    write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken, link))
     write_atomic(os.path.join(out_dir, names["archive"]), write_archive(_archive_members(manifest, out_dir, names)))
     return broken
 

@@ -64,6 +64,8 @@ def _parser():
     compile_ = commands.add_parser("compile", help="compile the gpu.modules of a .mlir file to a host object")
     _compile_options(compile_)
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
+    compile_.add_argument("--trace", metavar="FILE.json", default="",
+                          help="write a Chrome trace (Perfetto, chrome://tracing) of the compile's stages")
     listing = commands.add_parser("list-outputs", help="print the files `compile` with the same options writes")
     _compile_options(listing)
     artifacts = commands.add_parser("artifacts", help="manifest, reports and archive from compiles' dump folders")
@@ -216,12 +218,18 @@ def _report(args, result, warnings, cache_warnings):
         from .stagecache import summary
 
         print(f"mlirgpu: {summary([result.stages])}", file=sys.stderr)
+    if args.trace:
+        from .fsutil import write_atomic
+        from .trace import document
+
+        write_atomic(args.trace, document(result.trace))
     path = os.environ.get("MLIRGPU_RESULT_FILE")
     if path:
         from .store import write_json
 
         write_json(path, {"warnings": [str(w) for w in warnings], "cache_warnings": [str(w) for w in cache_warnings],
-                          "dumps": list(result.dumps), "timings": result.timings, "stages": result.stages})
+                          "dumps": list(result.dumps), "timings": result.timings, "stages": result.stages,
+                          "trace": result.trace})
 
 
 def _remove_stale_outputs(output, header, depfile, source):

@@ -174,6 +174,7 @@ class RemoteResult:
     dumps: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     stages: dict = field(default_factory=dict)
+    trace: list = field(default_factory=list)
     worker: str = ""
 
 
@@ -366,7 +367,17 @@ def compile_remote(url, source, output, options):
     shown_back = [paths.back(text, root) for text in result.get("warnings", [])]
     return RemoteResult(warnings=shown_back, cache_warnings=[paths.back(t, root) for t in result.get("cache_warnings", [])],
                         dumps=[paths.back(p, root) for p in result.get("dumps", [])], timings=result.get("timings", {}),
-                        stages=result.get("stages", {}), worker=answer["worker"])
+                        stages=result.get("stages", {}), trace=_traced_back(result.get("trace", []), paths, root),
+                        worker=answer["worker"])
+
+
+def _traced_back(events, paths, root):
+    """The worker's trace events with its scratch folder replaced by the anchor in their arguments."""
+    for event in events:
+        args = event.get("args", {})
+        if isinstance(args.get("source"), str):
+            args["source"] = paths.back(args["source"], root)
+    return events
 
 
 def _plain_destination(folder):

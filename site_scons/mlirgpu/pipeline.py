@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import embed, process, remotecache, repro, stagecache, stages, substitute, toolchain
+from . import embed, process, remotecache, repro, stagecache, stages, substitute, toolchain, trace
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -47,6 +47,7 @@ class CompileResult:
     warnings: list = field(default_factory=list)
     stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
     cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
+    trace: list = field(default_factory=list)  # Chrome trace events: the compile and each stage of each job
 
 
 class Compile:
@@ -65,6 +66,7 @@ class Compile:
         self.origins = {}  # job id -> {stage: "ran" | "cached" | "substituted"}
         self.substitutes = substitute.available(options.substitute)  # file name -> path
         self.substituted = {}  # job id -> {stage: the substitute's path}
+        self.trace = []  # Chrome trace events of the stages (mlirgpu.trace)
 
     def timed(self, name, started):
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
@@ -127,6 +129,7 @@ def run_job(compile_, job, llvm_ir):
         if compile_.substitutes else {}
     for index, stage in enumerate(chain):
         found = loaders.get(stage.suffix)
+        wall, begun = time.time(), time.perf_counter()
         if found and stage.suffix != stages.BINARY:
             output = live = found[1]()
             origin[stage.suffix] = "substituted"
@@ -136,6 +139,7 @@ def run_job(compile_, job, llvm_ir):
             compile_.on_stage(job, stage.suffix, output)
             if stage.suffix == "isa":
                 result.assembly = output
+            compile_.trace.append(trace.stage_event(job, stage.suffix, origin[stage.suffix], wall, begun, payload))
             continue
         key = stagecache.key(stage.suffix, digest, *stage.context(compile_, job)) if cache else None
         payload = cache.get(key) if cache else None
@@ -164,6 +168,8 @@ def run_job(compile_, job, llvm_ir):
             result.assembly = output
         elif stage.suffix == stages.BINARY:
             result.binaries = output
+        compile_.trace.append(trace.stage_event(job, stage.suffix, origin[stage.suffix], wall, begun,
+                                                output if stage.suffix == stages.BINARY else payload))
     return result
 
 
@@ -292,6 +298,7 @@ def compile_source(source, options, output=None, pretranslated=None, report=None
 
 def _compile(source, options, output, pretranslated, report):
     options = check_options(source, options)
+    compile_wall, compile_begun = time.time(), time.perf_counter()
     timings = {}
     started = time.perf_counter()
     loaded = direct_source(source, options) or sources.load(source, options)
@@ -365,9 +372,11 @@ def _compile(source, options, output, pretranslated, report):
                              compile_.substituted, commands))
         timings["dumps"] = dumps.seconds
     dependencies = [source] + _dependencies(compile_, jobs, caller_tools) + [toolchain.llvmlite_library()]
+    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
+        compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
-                         stages=compile_.origins, cache_warnings=remotecache.take_warnings())
+                         stages=compile_.origins, cache_warnings=remotecache.take_warnings(), trace=events)
 
 
 def _dependencies(compile_, jobs, caller_tools):

@@ -59,6 +59,8 @@ BUILD_VARIABLES = (
      "(MLIRGPU_REMOTE_CACHE also sets it)", ""),
     ("GPU_EXECUTOR", "distributed compiles: dask://HOST:PORT of a Dask scheduler whose workers have this toolchain "
      "(MLIRGPU_EXECUTOR also sets it)", ""),
+    ("GPU_TRACE", "write a Chrome trace of every compile's stages here when the build ends (Perfetto, "
+     "chrome://tracing)", ""),
     ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive", "#"),
     ("GPU_BASELINE", "an earlier gpu-manifest.json: the reports show what changed", ""),
     ("GPU_FAIL_ON", "regression rules for gpu-artifacts, e.g. spills,registers+10%", ""),
@@ -300,6 +302,11 @@ def _substitute_dir(env, value):
     return env.Dir(value if os.path.isabs(value) or value.startswith("#") else "#" + value)
 
 
+def _top_file(env, value):
+    """A file named on the command line or in a build file, relative to the top folder (GPU_TRACE)."""
+    return env.File(value if os.path.isabs(value) or value.startswith("#") else "#" + value)
+
+
 def _depend_on_substitutes(env, obj, source, options):
     """The substitutes of this object's jobs, as dependencies: editing one rebuilds, and so does adding or
     removing one (the list of present names is a dependency too)."""
@@ -444,10 +451,11 @@ class _ArtifactSet:
         toolkit = _text(self.env, "GPU_TOOLKIT")
         baseline = _text(self.env, "GPU_BASELINE")
         try:
+            trace = _text(self.env, "GPU_TRACE")
             broken = artifacts.write_artifacts(
                 [record.abspath for record in self.records], target[0].dir.abspath,
                 artifacts.toolchain_versions(toolkit), toolkit, self.env.File(baseline).abspath if baseline else "",
-                _text(self.env, "GPU_FAIL_ON"))
+                _text(self.env, "GPU_FAIL_ON"), trace=_top_file(self.env, trace).abspath if trace else "")
         except CompileError as exc:
             raise SCons.Errors.BuildError(node=target[0], errstr=str(exc), exitstatus=1) from None
         if broken:
@@ -519,6 +527,9 @@ _STATS = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS
 _REMOTE = []  # the Dask workers that ran compiles
 
 
+_TRACE = {"path": "", "events": []}  # GPU_TRACE: where the build's trace goes, and every compile's events
+
+
 def _print_stats():
     if _STATS and os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
         from .stagecache import summary
@@ -527,7 +538,17 @@ def _print_stats():
         sys.stderr.write(f"mlirgpu: {len(_STATS)} compiles{remote}; {summary(_STATS)}\n")
 
 
+def _write_trace():
+    """GPU_TRACE: one trace for the whole build (written when it ends, whatever compiled)."""
+    if _TRACE["path"] and _TRACE["events"]:
+        from .fsutil import write_atomic
+        from .trace import document
+
+        write_atomic(_TRACE["path"], document(_TRACE["events"]))
+
+
 atexit.register(_print_stats)
+atexit.register(_write_trace)
 
 
 def _compile(target, source, env):
@@ -552,6 +573,9 @@ def _compile(target, source, env):
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
     _STATS.append(result.stages)
+    if _text(env, "GPU_TRACE"):
+        _TRACE["path"] = _top_file(env, _text(env, "GPU_TRACE")).abspath
+        _TRACE["events"] += result.trace
     if getattr(result, "worker", ""):
         _REMOTE.append(result.worker)
     mode = _text(env, "GPU_WARNINGS")
