@@ -24,8 +24,8 @@ class Toy(NVVM):
         return None
 
     def serialize(self, job, assembly, options, scratch):
-        cubin = super().serialize(job, assembly, replace(options, format="bin"), scratch)["cubin"]
-        return {"toy": cubin}
+        made = super().serialize(job, assembly, replace(options, format="bin"), scratch)
+        return {"toy": made["cubin"], "log": made["log"]}
 
 
 register(Toy())

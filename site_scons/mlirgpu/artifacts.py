@@ -9,6 +9,7 @@ Manifest schema `scons-mlir-gpu/manifest`, version 1 (all paths relative to the 
                   "binaries": [{"symbol", "module", "target", "chips", "format", "section", "size", "sha256"}],
                   "jobs": [{"module", "target", "chip", "opt_level", "features",
                             "intermediates": {suffix: {"path", "sha256"}}, "substituted": {stage: path},
+                            "log": the binary stage's tool output,
                             "kernels": [{"name", "registers", "spills", "shared_bytes", "local_bytes", ...}]}]}]}
 
 Each target adds fields of its own to its kernels (its `kernel_resources` hook says which); `toolchain` holds
@@ -149,6 +150,7 @@ def build_manifest(record_paths, root, versions, toolkit=""):
                                          "sha256": _checked_sha256(path, record, name, record_path)}
             jobs.append({key: job[key] for key in ("module", "target", "chip", "opt_level", "features")}
                         | {"intermediates": intermediates, "substituted": _substituted(job),
+                           "log": job.get("log") if isinstance(job.get("log"), str) else "",
                            "kernels": _kernels(job, dump_dir, record["options"], toolkit, prefix, record_path)})
         _check_object(record, dump_dir, record_path)
         extra = sorted(set(record["dumps"]) - {n for job in record["jobs"] for n in job["dumps"]})
@@ -351,6 +353,12 @@ def html_report(manifest, changes=None, broken=(), trace=""):
                 [f"{_label(k)}: {m} {b} -> {a}" for k, m, b, a in changes["metrics"]]
         body += ["<h2>Changes against the baseline</h2>", "<ul>"] + \
                 [f"<li>{html.escape(item)}</li>" for item in items or ["no change"]] + ["</ul>"]
+    logs = [(f"{obj['source']} @{job['module']} {job['target']} {job['chip']}", job["log"])
+            for obj in manifest["objects"] for job in obj["jobs"] if job.get("log")]
+    if logs:
+        body.append("<h2>Compiler logs</h2>")
+        body += [f"<details><summary>{html.escape(label)}</summary><pre>{html.escape(text)}</pre></details>"
+                 for label, text in logs]
     body += ["<h2>Kernels</h2>", "<table><tr><th>source</th><th>module</th><th>target</th><th>chip</th>"
              "<th>kernel</th><th>registers</th><th>spills</th><th>shared</th><th>local</th><th>occupancy</th></tr>"]
     for key, kernel in sorted(rows.items()):

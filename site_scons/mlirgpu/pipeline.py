@@ -368,8 +368,9 @@ def _compile(source, options, output, pretranslated, report):
         commands = {job.id: repro.commands(job, options) for job in jobs}
         containers = repro.container_commands(loaded.modules, jobs, options, loaded.has_host_code)
         dumps.write(REPRO_DUMP, repro.script(jobs, options, commands, containers))
+        logs = {job.id: outputs[job.id].binaries.get("log", b"").decode("utf-8", "replace") for job in jobs}
         dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
-                             compile_.substituted, commands))
+                             compile_.substituted, commands, logs))
         timings["dumps"] = dumps.seconds
     dependencies = [source] + _dependencies(compile_, jobs, caller_tools) + [toolchain.llvmlite_library()]
     events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
@@ -393,7 +394,7 @@ def _dependencies(compile_, jobs, caller_tools):
 
 
 def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None, substituted=None,
-            commands=None):
+            commands=None, logs=None):
     """What one compile produced, for CI tooling (`mlirgpu.artifacts` builds the manifest from these). The
     dump folder adds every file with its sha256, so a copy restored from a cache can be checked."""
     folder = options.dump_dir
@@ -414,7 +415,8 @@ def _record(source, options, jobs, binaries, warnings, obj, output=None, origins
                        for suffix in stages.dump_suffixes(job.target, options.format)],
              "stages": (origins or {}).get(job.id, {}),
              "substituted": {stage: project_path(path) for stage, path in (substituted or {}).get(job.id, {}).items()},
-             "repro": (commands or {}).get(job.id, [])}
+             "repro": (commands or {}).get(job.id, []),
+             "log": (logs or {}).get(job.id, "")}
             for job in jobs
         ],
         "substituted": any((substituted or {}).values()),

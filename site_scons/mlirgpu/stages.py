@@ -162,5 +162,8 @@ def dump_suffixes(target, fmt):
     """The dump suffixes one job writes, in stage order."""
     suffixes = []
     for stage in for_format(fmt):
-        suffixes += list(target.binary_suffixes(fmt)) if stage.suffix == BINARY else [stage.suffix]
+        if stage.suffix == BINARY:
+            suffixes += list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
+        else:
+            suffixes.append(stage.suffix)
     return suffixes

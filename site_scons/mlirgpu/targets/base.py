@@ -180,6 +180,8 @@ class Target:
         """This target's toolkit root (the `toolkit` option, else found), or None."""
         return None
 
+    keeps_tool_log = True  # the binary stage keeps its tools' output as the `<stem>.log` dump (mlirgpu.stages)
+
     # Substitutes (mlirgpu.substitute).
 
     assembles_from_text = True  # the serializer reads the ISA text (an .isa substitute can replace that stage)
@@ -237,12 +239,16 @@ class Target:
         isa = os.path.join(scratch, f"{options.dump_prefix}{job.stem}.isa")
         with open(isa, "w", encoding="utf-8") as handle:
             handle.write(assembly.text)
+        log = []
         for argv, what, fix in self.binary_commands(job, options, scratch):
-            run_tool(argv, what, job, fix=fix, names={scratch + os.sep: ""})
+            result = run_tool(argv, what, job, fix=fix, names={scratch + os.sep: ""})
+            log.append(tool_log(result, scratch))
         outputs = {}
         for suffix in suffixes:
             with open(os.path.join(scratch, f"{options.dump_prefix}{job.stem}.{suffix}"), "rb") as handle:
                 outputs[suffix] = handle.read()
+        if self.keeps_tool_log:
+            outputs[LOG] = "".join(log).encode("utf-8")
         return outputs
 
     def binary_suffixes(self, fmt):
@@ -303,6 +309,17 @@ def _processors(triple):
     return tuple(re.findall(r"^\s+(\S+)\s+- ", section, re.M))
 
 
+LOG = "log"  # the binary stage's tool output, kept beside its binaries
+
+
+def tool_log(result, scratch):
+    """A serializer tool's messages as kept in the `.log` dump (upstream 23 keeps them on the #gpu.object as
+    its ISACompilerLog): stderr then stdout, scratch paths shown as dump names, and without `ptxas -v`'s
+    "Compile time" lines, whose numbers change from run to run (the dumps of a build are reproducible)."""
+    text = (result.stderr + result.stdout).decode("utf-8", "replace").replace(scratch + os.sep, "")
+    return "".join(line for line in text.splitlines(True) if not re.search(r"\bCompile time = ", line))
+
+
 def run_tool(argv, what, job, fix=None, names=None):
     """Run a serializer tool; a failure becomes a CompileError with its output and a repro command. `names`
     maps scratch files to what the user knows them as (the dump names), in the tool's messages."""
@@ -312,6 +329,8 @@ def run_tool(argv, what, job, fix=None, names=None):
         output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
         for scratch, shown in (names or {}).items():
             output = output.replace(scratch, shown)
-        first = next((line.strip() for line in output.splitlines() if line.strip()), f"exit code {result.returncode}")
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        first = next((line for line in lines if re.search(r"error", line, re.I)), lines[0] if lines else
+                     f"exit code {result.returncode}")
         raise CompileError(f"{label} failed: {first}", fix=fix, detail=output + "\nrepro: " + " ".join(argv))
     return result

@@ -136,12 +136,25 @@ class NVVM(Target):
             return handle.read()
 
     def kernel_resources(self, job, isa_path, options, toolkit):
-        """`ptxas -v` on the PTX dump with the compile's options: per entry function its registers, barriers,
-        shared and constant memory, stack frame and spill bytes."""
-        ptxas = cuda.cuda_tool("ptxas", cuda.cuda_toolkit(toolkit or None))
-        extra = [arg for arg in tokenize_cmd_options(options.get("opts", "") or "") if arg != "-32"]
-        argv = [ptxas, "-v", "-arch", job["chip"], "--opt-level", str(job["opt_level"]), *extra, isa_path,
-                "-o", os.devnull]
+        """From the log of the compile itself when it ran ptxas with -v (the job's `log`); else from `ptxas -v`
+        run as the compile ran it (its recorded command: the build's options and the attribute's
+        ptxas-cmd-options), writing nowhere. Per entry function its registers, barriers, shared and constant
+        memory, stack frame and spill bytes."""
+        kernels = parse_ptxas_verbose(job.get("log") or "")
+        if kernels:
+            return kernels
+        recorded = next((entry["argv"] for entry in job.get("repro", [])
+                         if os.path.basename(entry["argv"][0]) == "ptxas"), None)
+        if recorded and os.path.isfile(recorded[0]) and os.path.basename(isa_path) in recorded:
+            argv = list(recorded)
+            argv[argv.index("-o") + 1] = os.devnull
+            argv[argv.index(os.path.basename(isa_path))] = isa_path
+            argv.insert(1, "-v")
+        else:  # a record written before commands were recorded
+            ptxas = cuda.cuda_tool("ptxas", cuda.cuda_toolkit(toolkit or None))
+            extra = [arg for arg in tokenize_cmd_options(options.get("opts", "") or "") if arg != "-32"]
+            argv = [ptxas, "-v", "-arch", job["chip"], "--opt-level", str(job["opt_level"]), *extra, isa_path,
+                    "-o", os.devnull]
         result = process.run(argv, f"resource usage of {isa_path}")
         return parse_ptxas_verbose(result.stderr.decode("utf-8", "replace") + result.stdout.decode("utf-8", "replace"))
 

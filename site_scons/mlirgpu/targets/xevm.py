@@ -35,6 +35,7 @@ class XeVM(Target):
     link_parameter = "linkFiles"
     kernel_convention = "spir_kernel"
     assembles_from_text = False  # the SPIR-V binary is emitted from the optimized module
+    keeps_tool_log = False  # in process: no tool, no log
     isolated_codegen = True  # LLVM 22's SPIR-V back end keeps module state in a static (llvm_ops.emit_assembly)
 
     def parameter_problem(self, params):
