@@ -63,7 +63,7 @@ def test_manifest_matches_files_and_tools(examples, target):
     report = (folder / "gpu-report.md").read_text()
     assert "| registers |" in report
     assert ("| n/a | n/a | n/a | n/a |" in report) == (target == "xevm")
-    assert "<svg" in (folder / "gpu-report.html").read_text()
+    assert ("<svg" in (folder / "gpu-report.html").read_text()) == (target != "xevm")  # no registers, no chart
 
 
 def _ptxas_registers(ptx, chip, level):
@@ -164,3 +164,71 @@ def test_html_report_shows_the_chart_in_chromium(examples, tmp_path):
                if abs(p[0] - 0x1F) < 12 and abs(p[1] - 0x5F) < 12 and abs(p[2] - 0xBF) < 12)
     assert blue > 2000, f"only {blue} chart-blue pixels: the register bars are not drawn"
     shutil.copy(shot, examples / "build" / "nvvm" / "gpu-report.png")
+
+
+def test_html_report_shows_deltas_and_the_isa_diff_of_a_changed_kernel(tmp_path):
+    """With the baseline's dumps beside its manifest (an unpacked archive), each changed kernel's ISA diff is
+    in the page, folded; resources changed are a table of before, after and change."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+        "env.GpuObject('k', 'k.mlir')\n")
+    (project / "k.mlir").write_text(KERNEL.format(body=_hungry(2)))
+    scons(project, "DUMP=1", "gpu-artifacts")
+    shutil.copytree(project, tmp_path / "baseline")  # the manifest with the dumps it names
+    (project / "k.mlir").write_text(KERNEL.format(body=_hungry(40)))
+    scons(project, "DUMP=1", f"GPU_BASELINE={tmp_path / 'baseline' / 'gpu-manifest.json'}", "gpu-artifacts")
+    page = (project / "gpu-report.html").read_text()
+    assert re.search(r"<td>registers</td><td class=n>\d+</td><td class=n>\d+</td><td class=n>\+\d+ \(\+\d+%\)</td>",
+                     page), page
+    summary = "<details><summary>ISA changed: k.mlir @pressure nvvm sm_80</summary><pre>"
+    assert summary in page
+    diff = page.split(summary, 1)[1].split("</pre>", 1)[0]
+    assert diff.startswith("--- baseline\n+++ this build\n@@") and "\n+" in diff and "\n-" in diff
+
+
+def test_the_chart_scales_from_one_kernel_to_a_thousand():
+    from mlirgpu.artifacts import CHART_KERNELS, html_report, size_text
+
+    def manifest(count, occupancy=None):
+        jobs = [{"module": f"m{i}", "target": "nvvm", "chip": "sm_90", "intermediates": {}, "kernels": [
+            {"name": f"k{i}", "registers": 8 + i % 200, "spills": 4 if i == 7 else 0, "shared_bytes": 0,
+             "local_bytes": 0, "occupancy": occupancy}]} for i in range(count)]
+        return {"toolchain": {"ptxas": "13.0"}, "objects": [{"source": "s.mlir", "jobs": jobs, "binaries": [
+            {"module": "m0", "target": "nvvm", "chips": ["sm_90"], "format": "bin", "section": ".rodata",
+             "size": 3900}]}]}
+
+    one = html_report(manifest(1))
+    assert one.count('fill="#1f5fbf"><title>registers') == 1 and "of 1:" not in one
+    many = html_report(manifest(1000))
+    assert many.count('fill="#1f5fbf"><title>registers') == CHART_KERNELS
+    assert f"registers per kernel ({CHART_KERNELS} of 1000: those with the most)" in many
+    assert many.count("<tr>") == 1000 + 1 + 2  # the table keeps every kernel (and the binaries table)
+    heaviest = re.findall(r"<title>registers: (\d+)</title>", many)
+    assert [int(n) for n in heaviest] == sorted((8 + i % 200 for i in range(1000)), reverse=True)[:CHART_KERNELS]
+    spilled = html_report(manifest(10))
+    assert 'fill="#c0392b"><title>spills: 4</title>' in spilled and "+ 4 spilled" in spilled
+    assert "<th class=n>occupancy</th>" not in one and "<th class=n>occupancy</th>" in html_report(manifest(1, 0.5))
+    assert "<td class=n>3.8 KiB</td>" in one
+    assert [size_text(n) for n in (912, 3900, 13 << 20)] == ["912 B", "3.8 KiB", "13.0 MiB"]
+
+
+def test_html_report_renders_legibly_at_two_sizes(examples, tmp_path):
+    """Chromium's screenshots of the examples' page, desktop and phone width: the chart's bars are drawn at
+    both (at phone width the chart keeps its size and scrolls), and are kept for the README."""
+    from PIL import Image
+
+    chromium = shutil.which("chromium")
+    page = examples / "build" / "nvvm" / "gpu-report.html"
+    for width, least in ((1280, 4000), (420, 1500)):
+        shot = tmp_path / f"report-{width}.png"
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1100",
+                        f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+        image = Image.open(shot).convert("RGB")
+        assert image.width == width
+        blue = sum(count for count, p in image.getcolors(maxcolors=image.width * image.height)
+                   if abs(p[0] - 0x1F) < 12 and abs(p[1] - 0x5F) < 12 and abs(p[2] - 0xBF) < 12)
+        assert blue > least, f"{width}px: only {blue} chart-blue pixels"

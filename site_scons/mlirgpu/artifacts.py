@@ -289,12 +289,20 @@ def markdown_report(manifest, changes=None, broken=()):
         if not any(changes.values()):
             lines.append("- no change")
         lines.append("")
-    lines += ["## Kernels", "", "| source | module | target | chip | kernel | registers | spills | shared | local | occupancy |",
-              "|---|---|---|---|---|---:|---:|---:|---:|---:|"]
-    for key, kernel in sorted(kernel_rows(manifest).items()):
-        occupancy = kernel.get("occupancy")
+    rows = kernel_rows(manifest)
+    with_occupancy = any(kernel.get("occupancy") is not None for kernel in rows.values())
+    lines += ["## Kernels", "", "| source | module | target | chip | kernel | registers | spills | shared (bytes) | "
+              "local (bytes) |" + (" occupancy |" if with_occupancy else ""),
+              "|---|---|---|---|---|---:|---:|---:|---:|" + ("---:|" if with_occupancy else "")]
+    for key, kernel in sorted(rows.items()):
         lines.append(f"| {' | '.join(md(part) for part in key)} | "
-                     + " | ".join(_cell(kernel.get(metric)) for metric in METRICS) + f" | {_cell(occupancy, '')} |")
+                     + " | ".join(_cell(kernel.get(metric)) for metric in METRICS) + " |"
+                     + (f" {_cell(kernel.get('occupancy'), '')} |" if with_occupancy else ""))
+    lines += ["", "## Binaries", "", "| source | module | target | chips | format | section | size |",
+              "|---|---|---|---|---|---|---:|"]
+    lines += [f"| {md(obj['source'])} | {md(b['module'])} | {md(b['target'])} | {md(','.join(b['chips']))} | "
+              f"{md(b['format'])} | {md(b['section'])} | {size_text(b['size'])} |"
+              for obj in manifest["objects"] for b in obj["binaries"]]
     return "\n".join(lines) + "\n"
 
 
@@ -304,39 +312,86 @@ def _cell(value, absent="n/a"):
     return absent if value is None else str(value)
 
 
+CHART_KERNELS = 40  # bars the chart draws at most: beyond that, the kernels with the most registers
+
+
+def size_text(size):
+    """A byte count as a person reads it: 912 B, 3.8 KiB, 12.4 MiB."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
 def _chart(rows):
-    """An inline SVG bar chart of registers (blue) and spills (red) per kernel (kernels without them: no bar)."""
-    bar_height, gap, label_width, width = 14, 8, 360, 760
+    """An inline SVG bar chart of registers per kernel (a red bar beside it for spills, where there are any),
+    scaled to the page's width; with more than CHART_KERNELS kernels, those with the most registers."""
     rows = {key: kernel for key, kernel in rows.items() if kernel.get("registers") is not None}
-    scale_max = max([kernel["registers"] for kernel in rows.values()]
-                    + [kernel["spills"] or 0 for kernel in rows.values()] + [1])
-    height = max(1, len(rows)) * (2 * bar_height + gap) + 40
-    parts = [f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="registers and spills per kernel">',
+    if not rows:
+        return ""
+    shown = sorted(rows.items(), key=lambda item: (-item[1]["registers"], item[0]))[:CHART_KERNELS]
+    if len(shown) == len(rows):  # all of them: in the table's order; else the heaviest first
+        shown.sort(key=lambda item: item[0])
+    bar, gap, label_width, width = 16, 6, 330, 900
+    scale_max = max([kernel["registers"] for _key, kernel in shown] + [kernel.get("spills") or 0
+                                                                       for _key, kernel in shown] + [1])
+    room = width - label_width - 120
+    height = len(shown) * (bar + gap) + 34
+    caption = (f"registers per kernel ({len(shown)} of {len(rows)}: those with the most)" if len(rows) > len(shown)
+               else "registers per kernel")
+    parts = ['<div class=chart>',
+             f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+             f'width="100%" style="max-width:{width}px;min-width:640px" role="img" aria-label="{caption}">',
              '<rect x="0" y="0" width="100%" height="100%" fill="#ffffff"/>',
-             f'<text x="{label_width}" y="16" font-size="12" fill="#1f5fbf">registers</text>',
-             f'<text x="{label_width + 90}" y="16" font-size="12" fill="#c0392b">spills</text>']
+             f'<text x="{label_width}" y="16" font-size="13" fill="#1f5fbf">{html.escape(caption)}</text>',
+             f'<text x="{width - 10}" y="16" font-size="13" fill="#c0392b" text-anchor="end">spills in red</text>']
     y = 28
-    for key, kernel in sorted(rows.items()):
-        label = html.escape(f"{key[4]} ({key[2]} {key[3]})")
-        parts.append(f'<text x="{label_width - 6}" y="{y + bar_height}" font-size="11" text-anchor="end">{label}</text>')
-        for metric, color in (("registers", "#1f5fbf"), ("spills", "#c0392b")):
-            value = kernel[metric] or 0
-            length = (width - label_width - 60) * value / scale_max
-            parts.append(f'<rect x="{label_width}" y="{y}" width="{length:.1f}" height="{bar_height - 2}" '
-                         f'fill="{color}"><title>{metric}: {value}</title></rect>')
-            parts.append(f'<text x="{label_width + length + 4:.1f}" y="{y + bar_height - 3}" font-size="10">{value}</text>')
-            y += bar_height
-        y += gap
-    parts.append("</svg>")
+    for key, kernel in shown:
+        label = f"{key[4]} ({key[2]} {key[3]})"
+        label = label if len(label) <= 48 else label[:45] + "..."
+        parts.append(f'<text x="{label_width - 8}" y="{y + bar - 4}" font-size="12" text-anchor="end">'
+                     f'{html.escape(label)}<title>{html.escape(_label(key))}</title></text>')
+        registers = kernel["registers"]
+        length = room * registers / scale_max
+        parts.append(f'<rect x="{label_width}" y="{y}" width="{max(length, 1):.1f}" height="{bar}" fill="#1f5fbf">'
+                     f"<title>registers: {registers}</title></rect>")
+        end = label_width + length
+        spills = kernel.get("spills") or 0
+        if spills:
+            spill_length = room * spills / scale_max
+            parts.append(f'<rect x="{end + 2:.1f}" y="{y}" width="{spill_length:.1f}" height="{bar}" fill="#c0392b">'
+                         f"<title>spills: {spills}</title></rect>")
+            end += spill_length + 2
+        text = f"{registers}" + (f" + {spills} spilled" if spills else "")
+        parts.append(f'<text x="{end + 5:.1f}" y="{y + bar - 4}" font-size="12">{text}</text>')
+        y += bar + gap
+    parts.append("</svg></div>")
     return "\n".join(parts)
 
 
-def html_report(manifest, changes=None, broken=(), trace=""):
-    """A self-contained page (no scripts, no network): the chart, regressions, changes and the kernel table;
-    a link to the build's trace (`trace`, relative to the page) when there is one."""
+def _table(header, rows, numeric=()):
+    cells = "".join(f'<th{" class=n" if name in numeric else ""}>{html.escape(name)}</th>' for name in header)
+    body = [f"<table><tr>{cells}</tr>"]
+    for row in rows:
+        body.append("<tr>" + "".join(f'<td{" class=n" if name in numeric else ""}>{html.escape(str(cell))}</td>'
+                                     for name, cell in zip(header, row)) + "</tr>")
+    return "\n".join(body + ["</table>"])
+
+
+def html_report(manifest, changes=None, broken=(), trace="", diffs=None):
+    """A self-contained page (no scripts, no network): what was built (toolchain, binaries with sizes), the
+    chart, regressions, changes against the baseline with each changed kernel's deltas and ISA diff (folded),
+    substituted stages, compiler logs and the kernel table; a link to the build's trace when there is one."""
     rows = kernel_rows(manifest)
-    body = ["<h1>GPU kernels</h1>", _chart(rows)]
+    objects = manifest["objects"]
+    binaries = [(obj["source"], b["module"], b["target"], ",".join(b["chips"]), b["format"], b["section"],
+                 size_text(b["size"])) for obj in objects for b in obj["binaries"]]
+    total = sum(b["size"] for obj in objects for b in obj["binaries"])
+    body = ["<h1>GPU kernels</h1>",
+            f"<p class=lead>{len(rows)} kernels in {len(binaries)} binaries ({size_text(total)}) from "
+            f"{len(objects)} objects.</p>",
+            "<p class=tools>Toolchain: " + "; ".join(html.escape(f"{name} {version}")
+                                                  for name, version in sorted(manifest["toolchain"].items())) + "</p>"]
     if trace:
         body.append(f'<p>Build trace: <a href="{html.escape(trace)}">{html.escape(trace)}</a> (open it in '
                     "ui.perfetto.dev or chrome://tracing)</p>")
@@ -347,28 +402,74 @@ def html_report(manifest, changes=None, broken=(), trace=""):
         body += ["<h2>Substituted stages (hand-edited outputs, not a normal build)</h2>", "<ul>"] + \
                 [f"<li>{html.escape(item)}</li>" for item in substituted_stages(manifest)] + ["</ul>"]
     if changes is not None:
+        body.append("<h2>Changes against the baseline</h2>")
         items = [f"added: {_label(k)}" for k in changes["added"]] + \
-                [f"removed: {_label(k)}" for k in changes["removed"]] + \
-                [f"ISA changed: {_label(k)}" for k in changes["isa_changed"]] + \
-                [f"{_label(k)}: {m} {b} -> {a}" for k, m, b, a in changes["metrics"]]
-        body += ["<h2>Changes against the baseline</h2>", "<ul>"] + \
-                [f"<li>{html.escape(item)}</li>" for item in items or ["no change"]] + ["</ul>"]
+                [f"removed: {_label(k)}" for k in changes["removed"]]
+        if items:
+            body += ["<ul>"] + [f"<li>{html.escape(item)}</li>" for item in items] + ["</ul>"]
+        if changes["metrics"]:
+            body.append(_table(("kernel", "resource", "before", "after", "change"),
+                               [(_label(key), metric.replace("_bytes", " (bytes)"), before, after,
+                                 f"{after - before:+d}" + (f" ({(after - before) / before * 100:+.0f}%)" if before
+                                                           else ""))
+                                for key, metric, before, after in changes["metrics"]],
+                               numeric=("before", "after", "change")))
+        for key in changes["isa_changed"]:
+            diff = (diffs or {}).get(key)
+            text = diff if diff else "(the baseline's ISA is not here to compare with)"
+            body.append(f"<details><summary>ISA changed: {html.escape(_label(key))}</summary>"
+                        f"<pre>{html.escape(text)}</pre></details>")
+        if not any(changes.values()):
+            body.append("<p>No change.</p>")
+    body += ["<h2>Registers</h2>", _chart(rows)]
     logs = [(f"{obj['source']} @{job['module']} {job['target']} {job['chip']}", job["log"])
-            for obj in manifest["objects"] for job in obj["jobs"] if job.get("log")]
+            for obj in objects for job in obj["jobs"] if job.get("log")]
     if logs:
         body.append("<h2>Compiler logs</h2>")
         body += [f"<details><summary>{html.escape(label)}</summary><pre>{html.escape(text)}</pre></details>"
                  for label, text in logs]
-    body += ["<h2>Kernels</h2>", "<table><tr><th>source</th><th>module</th><th>target</th><th>chip</th>"
-             "<th>kernel</th><th>registers</th><th>spills</th><th>shared</th><th>local</th><th>occupancy</th></tr>"]
-    for key, kernel in sorted(rows.items()):
-        cells = list(key) + [_cell(kernel.get(metric)) for metric in METRICS] + [_cell(kernel.get("occupancy"), "")]
-        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    body.append("</table>")
-    style = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}"
-             "td,th{border:1px solid #ccc;padding:3px 8px}th{background:#f0f0f0}")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>GPU kernels</title><style>{style}</style>"
+    with_occupancy = any(kernel.get("occupancy") is not None for kernel in rows.values())
+    header = ["source", "module", "target", "chip", "kernel", "registers", "spills", "shared (bytes)",
+              "local (bytes)"] + (["occupancy"] if with_occupancy else [])
+    body += ["<h2>Kernels</h2>", _table(header, [
+        list(key) + [_cell(kernel.get(metric)) for metric in METRICS] +
+        ([_cell(kernel.get("occupancy"), "")] if with_occupancy else []) for key, kernel in sorted(rows.items())],
+        numeric=header[5:])]
+    body += ["<h2>Binaries</h2>", _table(("source", "module", "target", "chips", "format", "section", "size"),
+                                         binaries, numeric=("size",))]
+    style = ("body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}"
+             "table{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto;max-width:100%}"
+             "td,th{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}th{background:#f0f0f0}"
+             ".chart{overflow-x:auto}.n{text-align:right}.lead{font-size:15px}.tools{color:#555;font-size:12px}"
+             "pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}summary{cursor:pointer;margin:4px 0}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+            f"content=\"width=device-width, initial-scale=1\"><title>GPU kernels</title><style>{style}</style>"
             f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def isa_diffs(manifest, out_dir, baseline_manifest, baseline_path):
+    """{job key: unified diff of its ISA} for the jobs whose ISA changed, where the baseline's ISA dump is
+    still beside its manifest (an unpacked archive); at most 400 lines each."""
+    import difflib
+
+    def isa_paths(found, root):
+        return {(obj["source"], job["module"], job["target"], job["chip"]):
+                os.path.join(root, job["intermediates"]["isa"]["path"])
+                for obj in found["objects"] for job in obj["jobs"] if "isa" in job["intermediates"]}
+
+    new, old = isa_paths(manifest, out_dir), isa_paths(baseline_manifest, os.path.dirname(baseline_path))
+    diffs = {}
+    for key in sorted(set(new) & set(old)):
+        try:
+            with open(old[key], encoding="utf-8", errors="replace") as a, open(new[key], encoding="utf-8",
+                                                                                errors="replace") as b:
+                before, after = a.read().splitlines(), b.read().splitlines()
+        except OSError:
+            continue
+        if before != after:
+            lines = list(difflib.unified_diff(before, after, "baseline", "this build", lineterm="", n=2))
+            diffs[key] = "\n".join(lines[:400] + (["..."] if len(lines) > 400 else []))
+    return diffs
 
 
 def write_archive(members):
@@ -407,11 +508,13 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
 
     rules = parse_rules(fail_on)
     manifest = build_manifest(record_paths, out_dir, versions, toolkit)
-    changes = None
+    changes, diffs = None, {}
     if baseline:
         try:
             with open(baseline, encoding="utf-8") as handle:
-                changes = compare(manifest, json.load(handle))
+                baseline_manifest = json.load(handle)
+            changes = compare(manifest, baseline_manifest)
+            diffs = isa_diffs(manifest, out_dir, baseline_manifest, baseline)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CompileError(f"cannot read the baseline manifest ({type(exc).__name__})", file=baseline,
                                fix="pass the gpu-manifest.json of an earlier build") from None
@@ -422,7 +525,7 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     write_atomic(os.path.join(out_dir, names["manifest"]), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken))
     link = os.path.relpath(trace, out_dir).replace(os.sep, "/") if trace else ""
-    write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken, link))
+    write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken, link, diffs))
     write_atomic(os.path.join(out_dir, names["archive"]), write_archive(_archive_members(manifest, out_dir, names)))
     return broken
 

@@ -143,8 +143,12 @@ def run_job(compile_, job, llvm_ir):
             continue
         key = stagecache.key(stage.suffix, digest, *stage.context(compile_, job)) if cache else None
         payload = cache.get(key) if cache else None
+        output = stage.restore(payload) if payload is not None else None
+        if stage.suffix == stages.BINARY and output is not None and \
+                set(output) != set(stages.binary_dumps(job.target, compile_.options.format)):
+            payload = output = None  # an entry of another layout: never half the dumps
         if payload is not None:
-            output, live = stage.restore(payload), None
+            live = None
             origin[stage.suffix] = "cached"
         else:
             if live is None:  # recompute this stage's input, from the translation or the last substitute

@@ -88,10 +88,15 @@ def _binary(compile_, job, assembly):
 # What shapes each stage's output besides its input (the stage cache's keys). Every stage: this package and the
 # LLVM the stages run in, the target, its attribute as written, the chip and O level; then per stage below.
 
+# What a stage's stored output holds; raised when that changes (the binary stage began keeping its tools' log),
+# so entries of an earlier layout are never restored as this one's.
+OUTPUT_LAYOUT = 2
+
+
 def _machine(compile_, job):
     cpu, features = job.target.machine_cpu(job.attr)
-    return [__version__, toolchain.llvmlite_identity(), job.target.name, job.attr.text, job.chip, job.opt_level,
-            job.attr.triple, cpu, features]
+    return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), job.target.name, job.attr.text, job.chip,
+            job.opt_level, job.attr.triple, cpu, features]
 
 
 def _link_context(compile_, job):
@@ -158,12 +163,14 @@ def for_format(fmt):
     return [stage for stage in STAGES if stage.suffix != BINARY or fmt != "isa"]
 
 
+def binary_dumps(target, fmt):
+    """The binary stage's files: the target's binaries for the format, and its tools' log where it keeps one."""
+    return list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
+
+
 def dump_suffixes(target, fmt):
     """The dump suffixes one job writes, in stage order."""
     suffixes = []
     for stage in for_format(fmt):
-        if stage.suffix == BINARY:
-            suffixes += list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
-        else:
-            suffixes.append(stage.suffix)
+        suffixes += binary_dumps(target, fmt) if stage.suffix == BINARY else [stage.suffix]
     return suffixes
