@@ -211,7 +211,7 @@ def _check_generated(folder, names):
     assert "](" not in report.replace("\\](", "")
     page = _Rows()
     page.feed((folder / "A" / "gpu-report.html").read_text())
-    assert page.rows == 4 and page.tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p",
+    assert page.rows == 4 and page.tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div",
                                             "svg", "rect", "text", "title", "table", "tr", "th", "td", "ul", "li"}
     record = json.loads((folder / "D" / "mlirgpu.json").read_text())
     assert [binary["symbol"] for binary in record["binaries"]] == [f"{n}_binary" for n in names]

@@ -110,21 +110,29 @@ def _tool_cache():
 
 
 _tool_memory = {}
+_read_from = set()  # the facts files this process has read whole into _tool_memory
 
 
 def _cached(key, compute):
-    """`compute()` remembered in this process and on disk under `key` (None results are not kept)."""
+    """`compute()` remembered in this process and on disk under `key` (None results are not kept). The file is
+    read whole once per process (a compile asks for dozens of facts: every device library's digest)."""
     if key in _tool_memory:
         return _tool_memory[key]
-    known = store.read_json(_tool_cache())
+    path = _tool_cache()
+    if path not in _read_from:
+        _read_from.add(path)
+        known = store.read_json(path)
+        if isinstance(known, dict):
+            _tool_memory.update((k, v) for k, v in known.items() if isinstance(v, str) and k not in _tool_memory)
+        if key in _tool_memory:
+            return _tool_memory[key]
+    value = compute()
+    if value is None:
+        return None
+    known = store.read_json(path)  # again: other processes may have added facts since
     known = known if isinstance(known, dict) else {}
-    value = known.get(key)
-    if not isinstance(value, str):
-        value = compute()
-        if value is None:
-            return None
-        known[key] = value
-        store.write_json(_tool_cache(), known)
+    known[key] = value
+    store.write_json(path, known)
     _tool_memory[key] = value
     return value
 
