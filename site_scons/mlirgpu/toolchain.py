@@ -110,20 +110,30 @@ def _tool_cache():
 
 
 _tool_memory = {}
-_read_from = set()  # the facts files this process has read whole into _tool_memory
+_read_from = {}  # facts file -> its (size, mtime) when this process (or the server it forked from) read it whole
+
+
+def _file_version(path):
+    try:
+        info = os.stat(path)
+        return info.st_size, info.st_mtime_ns
+    except OSError:
+        return None
 
 
 def _cached(key, compute):
     """`compute()` remembered in this process and on disk under `key` (None results are not kept). The file is
-    read whole once per process (a compile asks for dozens of facts: every device library's digest)."""
+    read whole, and again only when it changed since (a compile asks for dozens of facts: every device
+    library's digest; other processes add facts to it)."""
     if key in _tool_memory:
         return _tool_memory[key]
     path = _tool_cache()
-    if path not in _read_from:
-        _read_from.add(path)
+    version = _file_version(path)
+    if version is not None and _read_from.get(path) != version:
+        _read_from[path] = version
         known = store.read_json(path)
         if isinstance(known, dict):
-            _tool_memory.update((k, v) for k, v in known.items() if isinstance(v, str) and k not in _tool_memory)
+            _tool_memory.update((k, v) for k, v in known.items() if isinstance(v, str))
         if key in _tool_memory:
             return _tool_memory[key]
     value = compute()
