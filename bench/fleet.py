@@ -17,7 +17,6 @@
 """
 import json
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -43,22 +42,30 @@ def _clean(project):
             shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
 
 
+def comparable(name, data):
+    """A build's file as two builds of the same sources on two machines must agree on it (None: one they need
+    not): repro.sh names the tools of the machine that compiled, and a record says which stages that machine's
+    cache served and which tools would remake them."""
+    if name.endswith("repro.sh"):
+        return None
+    if name.endswith("mlirgpu.json"):
+        record = json.loads(data)
+        for job in record["jobs"]:
+            job.pop("stages"), job.pop("repro")
+        record["sha256"] = {k: v for k, v in record["sha256"].items() if not k.endswith("repro.sh")}
+        return json.dumps(record, sort_keys=True).encode()
+    return data
+
+
 def _outputs(project):
-    """Every file under out/ (records without `stages`, which say where a stage came from)."""
+    """Every file under out/, as `comparable` has it."""
     found = {}
     for folder, _dirs, names in os.walk(os.path.join(project, "out")):
         for name in names:
             path = os.path.join(folder, name)
-            data = open(path, "rb").read()
-            if name == "repro.sh":  # names the tools of the machine that compiled (variables a user may set)
-                continue
-            if name == "mlirgpu.json":  # without where each stage came from, and which tools would remake it
-                record = json.loads(data)
-                for job in record["jobs"]:
-                    job.pop("stages"), job.pop("repro")
-                record["sha256"] = {k: v for k, v in record["sha256"].items() if not k.endswith("repro.sh")}
-                data = json.dumps(record, sort_keys=True).encode()
-            found[os.path.relpath(path, project)] = data
+            data = comparable(name, open(path, "rb").read())
+            if data is not None:
+                found[os.path.relpath(path, project)] = data
     return found
 
 

@@ -2,14 +2,11 @@
 GPU_EXECUTOR writes the same bytes as a local build in another checkout; a worker killed mid-build costs nothing
 but time; a worker with another toolchain is refused (the build compiles here, with one warning); an unreachable
 scheduler costs one warning per build; a failed remote compile reports what a local one does."""
-import json
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -23,6 +20,8 @@ from test_service import _tree
 distributed = pytest.importorskip("distributed")  # installed with the project (pyproject dependencies)
 
 SITE = os.path.join(ROOT, "site_scons")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from fleet import comparable  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +50,8 @@ def _scons(path, *args, env=None):
 
 
 def _outputs(path):
-    """Every file a build wrote under `path` (relative path -> bytes), records without their `stages` (which
-    say whether this machine's cache served a stage)."""
+    """Every file a build wrote under `path` (relative path -> bytes), as two machines' builds must agree on it
+    (bench/fleet.py's `comparable`)."""
     found = {}
     for folder, _dirs, names in os.walk(path):
         if ".sconsign" in folder:
@@ -62,16 +61,9 @@ def _outputs(path):
             relative = os.path.relpath(full, path)
             if name.startswith(".sconsign") or relative.endswith((".mlir", ".ll", "SConstruct")) and "dumps" not in relative:
                 continue
-            data = open(full, "rb").read()
-            if name == "repro.sh":  # names the tools of the machine that compiled (variables a user may set)
-                continue
-            if name == "mlirgpu.json":  # without where each stage came from, and which tools would remake it
-                record = json.loads(data)
-                for job in record["jobs"]:
-                    job.pop("stages"), job.pop("repro")
-                record["sha256"] = {k: v for k, v in record["sha256"].items() if not k.endswith("repro.sh")}
-                data = json.dumps(record, sort_keys=True).encode()
-            found[relative] = data
+            data = comparable(name, open(full, "rb").read())
+            if data is not None:
+                found[relative] = data
     return found
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import CORPUS, ROOT, instantiate
-from sconsutil import SCONS, TOOLPATH
+from sconsutil import SCONS
 
 SITE = os.path.join(ROOT, "site_scons")
 
