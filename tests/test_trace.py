@@ -70,3 +70,13 @@ def test_scons_writes_one_trace_for_the_build_and_the_report_links_it(tmp_path):
     report = (project / "gpu-report.html").read_text() if (project / "gpu-report.html").exists() else \
         next(project.rglob("gpu-report.html")).read_text()
     assert 'href="' in report and "build-trace.json" in report
+
+
+def test_a_trace_that_cannot_be_written_is_a_clear_error(tmp_path):
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    (tmp_path / "folder").mkdir()
+    result = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", "k.o", "--trace", "folder"],
+                            cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SITE})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("mlirgpu: error: cannot write 'folder'") and "(fix: " in result.stderr
+    assert not (tmp_path / "k.o").exists()

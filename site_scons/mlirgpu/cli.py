@@ -219,10 +219,9 @@ def _report(args, result, warnings, cache_warnings):
 
         print(f"mlirgpu: {summary([result.stages])}", file=sys.stderr)
     if args.trace:
-        from .fsutil import write_atomic
-        from .trace import document
+        from .trace import write_trace
 
-        write_atomic(args.trace, document(result.trace))
+        write_trace(args.trace, result.trace)
     path = os.environ.get("MLIRGPU_RESULT_FILE")
     if path:
         from .store import write_json

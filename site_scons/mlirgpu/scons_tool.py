@@ -541,10 +541,12 @@ def _print_stats():
 def _write_trace():
     """GPU_TRACE: one trace for the whole build (written when it ends, whatever compiled)."""
     if _TRACE["path"] and _TRACE["events"]:
-        from .fsutil import write_atomic
-        from .trace import document
+        from .trace import write_trace
 
-        write_atomic(_TRACE["path"], document(_TRACE["events"]))
+        try:
+            write_trace(_TRACE["path"], _TRACE["events"])
+        except CompileError as exc:  # the build is over: say so, as SCons says other failures
+            sys.stderr.write(f"mlirgpu: {exc}\n")
 
 
 atexit.register(_print_stats)

@@ -13,6 +13,8 @@ import json
 import os
 import time
 
+from .fsutil import write_atomic
+
 
 def _size(output):
     if output is None:
@@ -43,3 +45,8 @@ def document(events):
              for tid in rows]
     timed = [dict(event, pid=1) for event in sorted(events, key=lambda event: (event["ts"], -event["dur"]))]
     return json.dumps({"traceEvents": named + timed, "displayTimeUnit": "ms"}, indent=0, sort_keys=True) + "\n"
+
+
+def write_trace(path, events):
+    """Write the trace file atomically (a path that cannot take it is write_atomic's CompileError)."""
+    write_atomic(path, document(events))
