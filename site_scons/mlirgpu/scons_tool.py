@@ -9,7 +9,8 @@ below) and listed by `scons -h`. A value given on the command line (`scons GPU_F
 value the build files set (Environment keywords, Replace, builder overrides, SetDefault); those win over the
 tool's defaults, which are never written into the environment (so `env.SetDefault(...)` after loading the tool
 works). Paths given in a SConscript are relative to it (`#` is the top folder); GPU_DUMPDIR given on the
-command line is a root below which each object gets its own folder.
+command line is a root below which each object gets its own folder; GPU_SUBSTITUTE and GPU_TRACE name one
+folder or file for the whole build, relative to the top folder wherever they are set.
 
 The emitter declares the header and, with GPU_DUMP, every dump (read from the source by mlirgpu.scan), so
 SCons rebuilds, cleans and caches them; a scanner makes the device libraries a compile may link dependencies;
