@@ -21,6 +21,7 @@ import re
 import stat
 import shutil
 import subprocess
+import sys
 
 from . import store
 from .errors import ToolMissing
@@ -230,7 +231,12 @@ def llvmlite_identity():
 
 @functools.cache
 def _llvmlite_release():
-    """The installed llvmlite's version (read once: reading package metadata takes a millisecond)."""
+    """The installed llvmlite's version: the module's own where it is loaded (a worker; importing
+    importlib.metadata costs each forked worker 15 ms), else the package metadata (a build tool's process, which
+    must not load LLVM)."""
+    loaded = sys.modules.get("llvmlite")
+    if loaded is not None and getattr(loaded, "__version__", None):
+        return loaded.__version__
     try:
         from importlib.metadata import version
 
