@@ -277,4 +277,5 @@ ACCEPTED = {
     "name_closing_a_comment": kernel(name='"x */ #define z 1"'),
     "name_with_markdown": kernel(name='"[link](http://x) | <b>"'),
     "name_c_keyword": kernel(name="int"),
+    "name_with_a_line_break_and_a_command": kernel(name='"x\\0Atouch PWNED #"'),  # a shell line in repro.sh
 }

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import CompileError
-from .mlirtext import hex_escaped
+from .mlirtext import hex_escaped, printable
 
 REGISTRY_SECTION = "mlirgpu_registry"
 
@@ -159,9 +159,7 @@ extern const struct mlirgpu_binary __stop_mlirgpu_registry[] __attribute__((weak
 
 def comment_text(text):
     """`text` safe inside a C comment: printable ASCII, `*/` broken up, anything else as `\\xNN` (or \\u)."""
-    safe = "".join(ch if 0x20 <= ord(ch) < 0x7F else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-                   for ch in text)
-    return safe.replace("*/", "*\\/").replace("/*", "/\\*")
+    return printable(text).replace("*/", "*\\/").replace("/*", "/\\*")
 
 
 def header_guard(header_path):

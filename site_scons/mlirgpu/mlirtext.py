@@ -89,6 +89,13 @@ def unescape_mlir_string(body):
     return bytes(out)
 
 
+def printable(text):
+    """`text` as printable ASCII on one line: anything else as `\\xNN` (or `\\uNNNN`), so a name from a source
+    cannot start a new line in a generated comment (a C header's, a shell script's)."""
+    return "".join(ch if 0x20 <= ord(ch) < 0x7F else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+                   for ch in text)
+
+
 def hex_escaped(data):
     """Bytes as the inside of an MLIR string or an LLVM IR `c"..."` string: every byte as a `\\XX` escape (exact,
     and fast: no byte can end or change the string)."""

@@ -17,6 +17,7 @@ import re
 import shlex
 
 from . import stages, toolchain
+from .mlirtext import printable
 from .naming import file_stem
 from .planning import fat_container
 
@@ -87,7 +88,7 @@ def script(jobs, options, by_job, by_module=None):
              "set -e", 'cd "$(dirname "$0")"']
     lines += [f'{name}="${{{name}:-{shlex.quote(path)}}}"' for name, path in sorted(tools.items())]
     for job in jobs:
-        lines.append(f"# module @{job.module.name}: {job.target.name} {job.chip}, O{job.opt_level}")
+        lines.append(f"# module @{printable(job.module.name)}: {job.target.name} {job.chip}, O{job.opt_level}")
         dumps = {_name(options, job, suffix) for suffix in stages.dump_suffixes(job.target, options.format)}
         between = []  # files a command writes that are no dumps (an object before linking): removed after
         for entry in by_job[job.id]:
@@ -99,6 +100,6 @@ def script(jobs, options, by_job, by_module=None):
         lines += [f"rm -f {shlex.quote(name)}" for name in between]
     for module, entries in (by_module or {}).items():
         if entries:
-            lines.append(f"# module @{module}: its fat container")
+            lines.append(f"# module @{printable(module)}: its fat container")
             lines += [_command(entry["argv"]) for entry in entries]
     return "\n".join(lines) + "\n"
