@@ -231,6 +231,36 @@ def test_a_failed_remote_compile_reports_what_a_local_one_does(tmp_path, cluster
     assert "sub/bad.mlir:" in messages[0] and f"{bad}:" in messages[1]
 
 
+def test_served_compiles_on_the_cluster_match_in_process_ones(tmp_path, cluster):
+    """`mlirgpu compile` through the compile server with MLIRGPU_EXECUTOR: the outputs, messages and exit codes of
+    an in-process compile (a good source and a bad one); the server then keeps the Dask client loaded for the
+    commands after the first."""
+    _, _, url = cluster
+    text = open(os.path.join(CORPUS, "saxpy.nvvm.mlir")).read().replace("@CHIP@", "sm_80").replace("@O@", "3")
+    (tmp_path / "server").mkdir(mode=0o700)
+    served = {"MLIRGPU_SERVER_DIR": str(tmp_path / "server"), "MLIRGPU_SERVER_IDLE": "60"}
+    results = {}
+    try:
+        for mode in ("off", "on"):
+            work = tmp_path / mode
+            work.mkdir()
+            (work / "good.mlir").write_text(text)
+            (work / "bad.mlir").write_text(text.replace("llvm.fadd", "llvm.fadd_typo"))
+            runs = [subprocess.run([sys.executable, "-m", "mlirgpu", "compile", name, "-o", name[:-5] + ".o",
+                                    "--dump-intermediates", name[:-5] + ".d"], cwd=work, capture_output=True,
+                                   text=True, timeout=120, env=_env(MLIRGPU_EXECUTOR=url, MLIRGPU_SERVER=mode, **served))
+                    for name in ("good.mlir", "bad.mlir")]
+            results[mode] = ([(run.returncode, run.stdout, run.stderr) for run in runs], _tree(work))
+        status = subprocess.run([sys.executable, "-m", "mlirgpu", "server", "status"], capture_output=True, text=True,
+                                env=_env(**served), timeout=60).stdout
+    finally:
+        subprocess.run([sys.executable, "-m", "mlirgpu", "server", "stop"], env=_env(**served), capture_output=True,
+                       timeout=60)
+    assert [code for code, _out, _err in results["off"][0]] == [0, 1]
+    assert results["on"] == results["off"]
+    assert "loaded for commands: distributed" in status, status
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_hostile_case_reads_the_same_through_the_cluster(name, tmp_path, cluster):
     """The bad-input table compiled here and through the cluster, in twin folders: the same exit code, the same

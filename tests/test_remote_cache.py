@@ -89,6 +89,43 @@ def origins(stages):
     return {how for job in stages.values() for how in job.values()}
 
 
+def test_served_compiles_use_the_remote_cache_and_the_server_keeps_its_client_loaded(tmp_path, redis_server):
+    """Through the compile server a second machine's compile gets every stage from Redis, with the outputs of
+    an in-process one; the server imports the redis client once, for the commands after the first."""
+    source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
+    (tmp_path / "server").mkdir(mode=0o700)
+    served = {"MLIRGPU_SERVER": "on", "MLIRGPU_SERVER_DIR": str(tmp_path / "server"), "MLIRGPU_SERVER_IDLE": "60"}
+
+    def compile_served(folder, cache, **env):
+        folder.mkdir()
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", str(source), "-o", "k.o",
+                              "--dump-intermediates", "d", "--header", "k.h"], cwd=folder, capture_output=True,
+                             text=True, timeout=300, env=dict(os.environ, MLIRGPU_CACHE_DIR=str(cache), **served, **env))
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        record = json.loads((folder / "d" / "mlirgpu.json").read_text())
+        outputs = {name: (folder / "d" / name).read_bytes() for name in os.listdir(folder / "d")
+                   if name != "mlirgpu.json"}
+        outputs.update({name: (folder / name).read_bytes() for name in ("k.o", "k.h")})
+        return {how for job in record["jobs"] for how in job["stages"].values()}, outputs
+
+    def status():
+        return subprocess.run([sys.executable, "-m", "mlirgpu", "server", "status"], capture_output=True, text=True,
+                              env=dict(os.environ, **served), timeout=60).stdout
+
+    try:
+        assert compile_served(tmp_path / "plain", tmp_path / "c0", MLIRGPU_CACHE="off")[0] == {"ran"}
+        assert "loaded for commands" not in status()
+        first = compile_served(tmp_path / "a", tmp_path / "ca", MLIRGPU_REMOTE_CACHE=redis_server.url())
+        assert "loaded for commands: redis" in status()
+        expected = compile_in(tmp_path / "off", source, tmp_path / "c1", MLIRGPU_CACHE="off")[2]
+        assert first == ({"ran"}, expected)
+        assert compile_served(tmp_path / "b", tmp_path / "cb", MLIRGPU_REMOTE_CACHE=redis_server.url()) == \
+            ({"cached"}, expected)
+    finally:
+        subprocess.run([sys.executable, "-m", "mlirgpu", "server", "stop"], env=dict(os.environ, **served),
+                       capture_output=True, timeout=60)
+
+
 def test_a_second_machine_gets_every_stage_from_the_first(tmp_path, redis_server):
     source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
     reference, _stages, expected = compile_in(tmp_path / "off", source, tmp_path / "c0", MLIRGPU_CACHE="off")

@@ -115,6 +115,27 @@ def test_outputs_messages_and_listings_are_the_same(tmp_path, server_env, cuda_r
     assert status(server_env)[1][0] >= len(commands)
 
 
+def test_only_a_command_that_translates_takes_a_prestarted_mlir_translate(tmp_path, server_env, cuda_root):
+    """The server keeps mlir-translates loaded for the commands that translate; listing outputs or a compile
+    whose modules all come from the stage cache takes none (each would be a tool start-up spent for nothing)."""
+    source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
+    env = dict(server_env, MLIRGPU_CACHE="on", MLIRGPU_CACHE_DIR=str(tmp_path / "cache"))
+
+    def handed_over():
+        run = mlirgpu("server", "status", env=env)
+        return int(re.search(r"handed over (\d+) prestarted mlir-translates", run.stdout).group(1))
+
+    compile_ = ["compile", source, "-o", "k.o", "--dump-intermediates", "D", "--toolkit", cuda_root]
+    taken = []
+    for command in (["list-outputs", source, "-o", "k.o", "--dump-intermediates", "D"], compile_, compile_):
+        run = mlirgpu(*command, env=env, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        taken.append(handed_over())
+    assert taken == [0, 1, 1]
+    record = json.loads((tmp_path / "D" / "mlirgpu.json").read_text())
+    assert {how for job in record["jobs"] for how in job["stages"].values()} == {"cached"}
+
+
 def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
     package = tmp_path / "install"
     shutil.copytree(PACKAGE_ROOT, package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))

@@ -93,7 +93,7 @@ def test_prestarted_tool_reports_its_exit_in_a_process_with_many_descriptors(cod
         argv = ["/bin/sh", "-c", f"cat; echo out; echo err >&2; exit {code}"]
         ready = process.prestart(argv)
         assert ready.status > 9
-        process.adopt(ready)
+        process.supply(argv, lambda: ready)
         result = process.run(argv, "a prestarted tool", input=b"in\n")
     finally:
         for fd in held:

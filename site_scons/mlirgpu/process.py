@@ -84,6 +84,18 @@ class _Prestarted:
                 os.close(fd)
         self.stdin, self.stdout, self.stderr, self.status = ends[0][1], ends[1][0], ends[2][0], ends[3][0]
 
+    @classmethod
+    def received(cls, argv, pid, fds):
+        """A tool another process prestarted and handed over (its stdin, stdout, stderr and status pipes)."""
+        ready = cls.__new__(cls)
+        ready.argv, ready.pid = tuple(argv), pid
+        ready.stdin, ready.stdout, ready.stderr, ready.status = fds
+        return ready
+
+    def handed(self):
+        """Its pipes, for handing it over to the process that will run it (mlirgpu.service)."""
+        return [self.stdin, self.stdout, self.stderr, self.status]
+
     def poll(self):
         """None while the tool waits or runs (asked by the process that started it, its parent)."""
         with contextlib.suppress(ChildProcessError):
@@ -141,35 +153,33 @@ class _Prestarted:
         return subprocess.CompletedProcess(argv, code, b"".join(chunks[out]), b"".join(chunks[err]))
 
 
-_ready = []  # _Prestarted tools this process may use, each for exactly its command line
+_suppliers = {}  # command line -> a function that hands this process a prestarted one, or None (the server)
 
 
 def prestart(argv):
-    """Start `argv` now, for a process to `adopt` and run later with `run(argv, ...)` without the start-up (the
-    compile server does this for mlir-translate, whose start-up is most of a small translation)."""
+    """Start `argv` now, to be run later with `run(argv, ...)` (see `supply`) without the start-up (the compile
+    server does this for mlir-translate, whose start-up is most of a small translation)."""
     return _Prestarted(argv)
 
 
-def adopt(ready):
-    """Use `ready` (started by this process, or handed over by the one that forked it) for the next run of its
-    command."""
-    if ready is not None:
-        _ready.append(ready)
+def supply(argv, supplier):
+    """Ask `supplier()` for a prestarted `argv` when this process first runs it: the compile server keeps
+    mlir-translates waiting and hands one to a command that translates, so a command that needs none (its stages
+    came from the cache, or it only lists outputs) costs no tool start-up."""
+    _suppliers[tuple(argv)] = supplier
 
 
 def release_prestarted():
-    """Close this process's hold on every prestarted tool in its pool (a fork that will not use them)."""
-    while _ready:
-        _ready.pop().close()
+    """Forget the prestarted tools this process was offered (a fork that will not use them)."""
+    _suppliers.clear()
 
 
 def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
     started = time.perf_counter()
-    ready = next((item for item in _ready if item.argv == tuple(argv)), None)
-    if ready is not None:
-        _ready.remove(ready)
+    supplier = _suppliers.pop(tuple(argv), None)
+    ready = supplier() if supplier else None
     try:
         result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
     except subprocess.TimeoutExpired as exc:

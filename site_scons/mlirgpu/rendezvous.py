@@ -235,5 +235,7 @@ def server_command(action):
     served = reply.get("served", {})
     print(f"compile server pid {reply['pid']}, up {time.time() - reply['started']:.0f} s, socket {path}\n"
           f"served {served.get('run', 0)} commands and {served.get('zygote', 0)} builds' workers; "
-          f"refused {served.get('refused', 0)}; log {reply.get('log')}")
+          f"refused {served.get('refused', 0)}; handed over {served.get('translator', 0)} prestarted "
+          f"mlir-translates; log {reply.get('log')}"
+          + (f"\nloaded for commands: {', '.join(reply['warm'])}" if reply.get("warm") else ""))
     return 0

@@ -12,7 +12,10 @@ peer's uid is checked again with SO_PEERCRED, and a request is at most 1 MiB of 
               with the command's exit code, and kills the command if the client goes away first.
     zygote    a build tool's (SCons's) request for workers: a child of the server serves the connection as
               mlirgpu.workers' zygote, forking warm workers for the build until it closes the connection.
-    status    the server's pid, fingerprint, start time and what it served.
+    translator  a command's request for a prestarted mlir-translate of a given command line: the server
+              keeps two loaded and waiting, hands one over (its pipes, SCM_RIGHTS) and starts the next; only a
+              command that translates takes one, so one served from the stage cache starts no tool.
+    status    the server's pid, fingerprint, start time, what it served and which WARM_IMPORTS it holds.
     stop      the server exits (after answering).
 
 A `run` or `zygote` request carries the client's fingerprint (mlirgpu.rendezvous): a server of another one
@@ -24,6 +27,7 @@ import socket as _socket
 import contextlib
 import gc
 import fcntl
+import importlib
 import json
 import os
 import select
@@ -37,6 +41,9 @@ from . import rendezvous
 from .workers import passed_fds
 
 MAX_REQUEST = 1 << 20
+# The client library a command imports when its environment sets the variable (a remote stage cache, a Dask
+# scheduler): 0.1-0.2 s of imports per command, paid once by the server instead, after the first such command.
+WARM_IMPORTS = (("MLIRGPU_REMOTE_CACHE", "redis"), ("MLIRGPU_EXECUTOR", "distributed"))
 
 
 def _reply(connection, value):
@@ -58,9 +65,9 @@ class Server:
         self.log_path = os.path.join(directory, "server.log")
         self.fingerprint = rendezvous.fingerprint()
         self.started = time.time()
-        self.served = {"run": 0, "zygote": 0, "refused": 0}
+        self.served = {"run": 0, "zygote": 0, "refused": 0, "translator": 0}
         self.children = set()  # supervisors and zygotes
-        self.pool = []  # prestarted tools (process._Prestarted) for the next commands
+        self.pool = []  # prestarted mlir-translates (process._Prestarted) for the commands that translate
         self.spares = []  # prestarted tools handed to commands, reaped once they end
         self.listener = None
         self.inode = None
@@ -90,7 +97,7 @@ class Server:
         from .toolchain import LLVM_MAJOR
 
         self.entry_points = workers.boot(self.log_path, LLVM_MAJOR)
-        from . import api, batch, cli, planning, scan  # noqa: F401 - imported now, so requests fork with them
+        from . import api, batch, cli, distributed, planning, scan  # noqa: F401 - requests fork with them
 
         cli._parser()
         self._prestart()
@@ -185,11 +192,15 @@ class Server:
                 return None
             if kind == "status":
                 _reply(connection, {"kind": "status", "pid": os.getpid(), "fingerprint": self.fingerprint,
-                                    "started": self.started, "served": self.served, "log": self.log_path})
+                                    "started": self.started, "served": self.served, "log": self.log_path,
+                                    "warm": [module for _variable, module in WARM_IMPORTS if module in sys.modules]})
                 return None
             if kind == "stop":
                 _reply(connection, {"kind": "stopped", "pid": os.getpid()})
                 return "stop"
+            if kind == "translator":
+                self._hand_over(connection, request.get("argv"))
+                return None
             if kind not in ("run", "zygote"):
                 _reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
                 return None
@@ -200,7 +211,7 @@ class Server:
                 _reply(connection, {"kind": "error", "message": "a run request carries stdin, stdout, stderr"})
                 return None
             self.served[kind] += 1
-            spare = self.pool.pop(0) if kind == "run" and self.pool else None
+            offered = sorted({ready.argv for ready in self.pool})
             pid = os.fork()
             if pid == 0:
                 try:
@@ -208,21 +219,71 @@ class Server:
                     for ready in self.pool:  # the server's, not this command's
                         ready.close()
                     if kind == "run":
-                        _supervise(connection, fds, request, spare)
+                        _supervise(connection, fds, request, (self.path, offered))
                     else:
                         _zygote(connection, self.entry_points, self.log_path)
                 finally:
                     os._exit(1)
             self.children.add(pid)
-            if spare is not None:  # the command's now: start the next one
-                spare.close()
-                self.spares.append(spare)
-                self._prestart()
+            if kind == "run":
+                self._warm(request.get("env") or {})
             return "served"
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+
+    def _warm(self, environment):
+        """Import the client libraries `environment` asks for (WARM_IMPORTS), so that the next commands fork
+        with them; one that fails to import is the command's to report."""
+        for variable, module in WARM_IMPORTS:
+            if str(environment.get(variable, "")).strip() and module not in sys.modules:
+                try:
+                    importlib.import_module(module)
+                except Exception:  # noqa: BLE001 - not installed or broken: each command says so itself
+                    continue
+                gc.freeze()
+
+    def _hand_over(self, connection, argv):
+        """Give the requesting command a prestarted tool of command line `argv` (its pipes), and start the
+        next; `none` when there is none (the command starts the tool itself)."""
+        ready = next((item for item in self.pool if list(item.argv) == argv and item.poll() is None), None)
+        if ready is None:
+            _reply(connection, {"kind": "none"})
+            return
+        self.pool.remove(ready)
+        with contextlib.suppress(OSError):
+            connection.sendmsg([json.dumps({"kind": "translator", "pid": ready.pid}).encode()],
+                               [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("4i", *ready.handed()))])
+        ready.close()  # the command's now (or, if the command went away, nobody's: it ends on EOF)
+        self.served["translator"] += 1
+        self.spares.append(ready)
+        self._prestart()
+
+
+def _take_prestarted(path, argv):
+    """A prestarted `argv` from the server at `path` (process._Prestarted), or None."""
+    from . import process, rendezvous
+
+    connection = rendezvous.connect(path)
+    if connection is None:
+        return None
+    try:
+        rendezvous.request(connection, {"kind": "translator", "argv": list(argv)})
+        data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
+                                                               _socket.MSG_CMSG_CLOEXEC)
+        fds = passed_fds(ancillary)
+        reply = rendezvous.decode(data) if data else {}
+        if reply.get("kind") == "translator" and len(fds) == 4:
+            return process._Prestarted.received(argv, int(reply["pid"]), fds)
+        for fd in fds:
+            os.close(fd)
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        connection.close()
 
 
 def _answers(path):
@@ -237,7 +298,7 @@ def _answers(path):
         return False
 
 
-def _supervise(connection, fds, request, spare):
+def _supervise(connection, fds, request, offer):
     """The supervisor of one `run`: fork the command, tell the client, and wait for the command's exit code (sent
     on a pipe once its outputs are written and the client's streams closed, so the client goes on while the
     command winds down its workers) or its death, or for the client to go away (the command is killed)."""
@@ -248,7 +309,7 @@ def _supervise(connection, fds, request, spare):
         try:
             connection.close()
             os.close(done_read)
-            _command(fds, request, spare, done_write)
+            _command(fds, request, offer, done_write)
         except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
             import traceback
 
@@ -258,8 +319,6 @@ def _supervise(connection, fds, request, spare):
     os.close(done_write)
     for fd in fds[:2]:  # the client's streams are the command's; a build tool waits until all copies close
         os.close(fd)
-    if spare is not None:
-        spare.close()  # the command's, not ours
     _reply(connection, {"kind": "started", "pid": os.getpid()})
     ended = os.pidfd_open(pid)
     while True:
@@ -288,9 +347,10 @@ def _supervise(connection, fds, request, spare):
             os._exit(0)
 
 
-def _command(fds, request, spare, done):
-    """Run `mlirgpu <argv>` as the client would have run it: its streams, folder, environment and umask; with
-    the prestarted mlir-translate the server handed over (used if the client's environment finds the same).
+def _command(fds, request, offer, done):
+    """Run `mlirgpu <argv>` as the client would have run it: its streams, folder, environment and umask; a
+    prestarted mlir-translate of the server's (`offer`: its socket and their command lines) is taken when the
+    command translates with the same command line (the client's environment finds the same tool).
     The exit code goes to pipe `done` once the client's streams are closed here (a build tool waits for them)."""
     from . import process, toolchain, workers
     from .workers import die_with_parent
@@ -309,7 +369,9 @@ def _command(fds, request, spare, done):
     os.environ.update(request["env"])
     toolchain.forget()
     tempfile.tempdir = None  # found again from the client's TMPDIR
-    process.adopt(spare)
+    path, offered = offer
+    for argv in offered:
+        process.supply(argv, lambda argv=argv: _take_prestarted(path, argv))
     workers.fork_here()
     code = 1
     try:

@@ -11,7 +11,7 @@ from .. import toolchain
 from . import rocm
 from ..errors import CompileError
 from .bundle import make_bundle
-from .base import COMMON_PARAMETERS, Library, Target, VendorSection, run_tool
+from .base import COMMON_PARAMETERS, Library, Target, VendorSection
 
 _STRIP = ("opencl.ocl.version", "llvm.ident")
 
