@@ -44,7 +44,7 @@ def mlirgpu(*args, env, cwd=None, **kw):
 def status(env):
     run = mlirgpu("server", "status", env=env)
     match = re.search(r"compile server pid (\d+)", run.stdout)
-    served = re.search(r"served (\d+) commands and (\d+) builds' workers; refused (\d+)", run.stdout)
+    served = re.search(r"served (\d+) commands \(in \d+ runners\) and (\d+) builds' workers; refused (\d+)", run.stdout)
     return (int(match.group(1)) if match else None), (tuple(int(n) for n in served.groups()) if served else None)
 
 
@@ -88,6 +88,39 @@ def test_every_hostile_case_reads_the_same_through_the_server(name, tmp_path, se
         results[mode] = (run.returncode, run.stdout, stderr, _tree(work), os.listdir(tmp_path / mode / "tmp"))
     assert results["on"] == results["off"]
     assert "warning: the compile server" not in results["on"][2]
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_a_runner_serves_each_command_as_a_fresh_process_would(chunk, tmp_path, server_env, cuda_root):
+    """A quarter of the bad-input table through one server, each case after a good compile (with the stage
+    cache, dumps and a header) that the same runner served: every result (exit code, messages, files, the
+    temporary folder) is the in-process one, so a runner keeps nothing of a command that changes the next."""
+    good = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "good.mlir", "", 3)
+    names = sorted(CASES)[chunk::4]
+    for name in names:
+        case = CASES[name]
+        results = {}
+        for mode in ("off", "on"):
+            base = tmp_path / name / mode
+            (base / "tmp").mkdir(parents=True)
+            (base / "work").mkdir()
+            source = _materialise(base / "work", name, case)
+            args = [_fill(arg, base / "work", source) for arg in case.args]
+            if "-o" not in args:
+                args = ["-o", "out.o", *args]
+            env = dict(server_env, MLIRGPU_SERVER=mode, TMPDIR=str(base / "tmp"), MLIRGPU_CACHE_DIR=str(base / "cache"))
+            first = mlirgpu("compile", good, "-o", str(base / "good.o"), "--dump-intermediates", str(base / "good.d"),
+                            "--header", str(base / "good.h"), "--toolkit", cuda_root, env=env, cwd=base)
+            run = mlirgpu("compile", os.path.basename(source) if source.startswith(str(base)) else source, *args,
+                          env=dict(env, **case.env), cwd=base / "work")
+            results[mode] = [(step.returncode, step.stdout, step.stderr.replace(str(base), "<case>"))
+                             for step in (first, run)] + [_tree(base / "work"), _tree(base / "good.d"),
+                                                          os.listdir(base / "tmp")]
+        assert results["on"] == results["off"], name
+        assert results["on"][0][0] == 0, results["on"][0]
+    served = mlirgpu("server", "status", env=server_env).stdout
+    commands, runners = (int(n) for n in re.search(r"served (\d+) commands \(in (\d+) runners\)", served).groups())
+    assert commands == 2 * len(names) and runners < commands, served  # runners served commands one after another
 
 
 def test_outputs_messages_and_listings_are_the_same(tmp_path, server_env, cuda_root):

@@ -56,21 +56,24 @@ def run_remote(argv):
     return None
 
 
-def _wait_for_exit(connection, supervisor):
-    """The command's exit code. The command may run long (its tools have their own time limits); the
-    supervisor's end without an answer is the server's failure."""
+def _wait_for_exit(connection, runner):
+    """The command's exit code. The command may run long (its tools have their own time limits); the end of
+    its runner (mlirgpu.runner) without an answer is the server's failure."""
     connection.settimeout(1.0)
     while True:
         try:
             reply = rendezvous.receive(connection)
         except TimeoutError:
             try:
-                os.kill(supervisor, 0)
+                os.kill(runner, 0)
             except ProcessLookupError:
                 raise ConnectionError("the server's process for this compile ended without an answer") from None
             continue
         if reply.get("kind") == "exit":
             return int(reply["code"])
+        if reply.get("kind") == "started":  # handed to another runner (the first one had just ended)
+            runner = reply["pid"]
+            continue
         raise ValueError(f"unexpected answer {reply.get('kind')!r}")
 
 

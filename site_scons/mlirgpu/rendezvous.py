@@ -234,7 +234,8 @@ def server_command(action):
         print("the compile server is of another version of this installation (the next compile replaces it)")
     served = reply.get("served", {})
     print(f"compile server pid {reply['pid']}, up {time.time() - reply['started']:.0f} s, socket {path}\n"
-          f"served {served.get('run', 0)} commands and {served.get('zygote', 0)} builds' workers; "
+          f"served {served.get('run', 0)} commands (in {served.get('runners', 0)} runners) and "
+          f"{served.get('zygote', 0)} builds' workers; "
           f"refused {served.get('refused', 0)}; handed over {served.get('translator', 0)} prestarted "
           f"mlir-translates; log {reply.get('log')}"
           + (f"\nloaded for commands: {', '.join(reply['warm'])}" if reply.get("warm") else ""))

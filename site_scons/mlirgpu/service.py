@@ -6,10 +6,12 @@ A request is one message on the server's Unix socket (SOCK_SEQPACKET, in a folde
 peer's uid is checked again with SO_PEERCRED, and a request is at most 1 MiB of JSON):
 
     run       argv, folder, environment and umask of a `mlirgpu compile|list-outputs`, with the client's
-              stdin, stdout and stderr (SCM_RIGHTS). The server forks a supervisor, which forks the command:
-              it runs `mlirgpu.cli` in the client's folder and environment, writing to the client's own
-              streams, and forks its LLVM workers from itself. The supervisor answers `started`, then `exit`
-              with the command's exit code, and kills the command if the client goes away first.
+              stdin, stdout and stderr (SCM_RIGHTS). An idle runner (mlirgpu.runner: a warm process forked
+              from the server, with its LLVM worker, that runs commands one after another) runs `mlirgpu.cli`
+              in the client's folder and environment, writing to the client's own streams; the server keeps
+              one runner idle for the next command. The server answers `started`, the runner `exit` with the
+              command's exit code (so a compile outlives a server killed meanwhile); the server kills the
+              runner if the client goes away first, and answers for it if it died.
     zygote    a build tool's (SCons's) request for workers: a child of the server serves the connection as
               mlirgpu.workers' zygote, forking warm workers for the build until it closes the connection.
     translator  a command's request for a prestarted mlir-translate of a given command line: the server
@@ -34,13 +36,13 @@ import select
 import signal
 import struct
 import sys
-import tempfile
 import time
 
-from . import rendezvous
+from . import rendezvous, runner
 from .workers import passed_fds
 
 MAX_REQUEST = 1 << 20
+MAX_IDLE_RUNNERS = max(2, os.cpu_count() or 2)  # a runner beyond these ends once its command ended
 # The client library a command imports when its environment sets the variable (a remote stage cache, a Dask
 # scheduler): 0.1-0.2 s of imports per command, paid once by the server instead, after the first such command.
 WARM_IMPORTS = (("MLIRGPU_REMOTE_CACHE", "redis"), ("MLIRGPU_EXECUTOR", "distributed"))
@@ -65,8 +67,9 @@ class Server:
         self.log_path = os.path.join(directory, "server.log")
         self.fingerprint = rendezvous.fingerprint()
         self.started = time.time()
-        self.served = {"run": 0, "zygote": 0, "refused": 0, "translator": 0}
-        self.children = set()  # supervisors and zygotes
+        self.served = {"run": 0, "zygote": 0, "refused": 0, "translator": 0, "runners": 0}
+        self.children = set()  # zygotes
+        self.runners = []  # _Runner
         self.pool = []  # prestarted mlir-translates (process._Prestarted) for the commands that translate
         self.spares = []  # prestarted tools handed to commands, reaped once they end
         self.listener = None
@@ -101,6 +104,7 @@ class Server:
 
         cli._parser()
         self._prestart()
+        self.offered = sorted({ready.argv for ready in self.pool})  # what runners may ask for (take_prestarted)
         gc.freeze()  # the collections of forked commands then leave these objects' pages shared with the server
 
     def _prestart(self):
@@ -120,26 +124,43 @@ class Server:
     def run(self):
         idle = rendezvous.idle_seconds()
         last = time.monotonic()
-        self.listener.settimeout(1.0)
         while True:
             self._reap()
-            if time.monotonic() - last > idle and not self.children:
+            busy = any(item.run for item in self.runners)
+            if time.monotonic() - last > idle and not self.children and not busy:
                 break
             if not self._still_ours():
                 break
+            if busy:
+                last = time.monotonic()
+            if not any(item.run is None for item in self.runners):
+                self._new_runner()  # forked now, between requests: the next command finds it ready
+            watched = {}
+            for item in self.runners:
+                watched[item.channel.fileno()] = (self._runner_said, item)
+                if item.run:
+                    watched[item.run.connection.fileno()] = (self._client_left, item)
+            try:
+                ready, _w, _x = select.select([self.listener, *watched], [], [], 1.0)
+            except InterruptedError:
+                continue
+            # A runner's word first: a client that leaves because its runner answered it is no client gone.
+            for fd in sorted((fd for fd in ready if fd in watched), key=lambda fd: watched[fd][0] != self._runner_said):
+                handler, item = watched[fd]
+                if item in self.runners and (handler == self._runner_said or item.run is not None):
+                    handler(item)
+            if self.listener not in ready:
+                continue
             try:
                 connection, _address = self.listener.accept()
-            except TimeoutError:
-                continue
             except OSError:
                 continue
-            try:
-                handled = self._handle(connection)
-            finally:
+            handled = self._handle(connection)
+            if handled != "running":
                 connection.close()
             if handled == "stop":
                 break
-            if handled == "served":  # asking for the status is no work: it does not keep a server alive
+            if handled in ("served", "running"):  # asking for the status is no work: it keeps no server alive
                 last = time.monotonic()
         self._close()
 
@@ -152,6 +173,8 @@ class Server:
     def _close(self):
         for ready in self.pool:
             ready.close()
+        for item in list(self.runners):
+            self._end_runner(item, kill=item.run is not None)
         if self._still_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
@@ -211,27 +234,122 @@ class Server:
                 _reply(connection, {"kind": "error", "message": "a run request carries stdin, stdout, stderr"})
                 return None
             self.served[kind] += 1
-            offered = sorted({ready.argv for ready in self.pool})
+            if kind == "run":
+                return self._start_run(connection, data, fds, request)
             pid = os.fork()
             if pid == 0:
                 try:
-                    self.listener.close()
-                    for ready in self.pool:  # the server's, not this command's
-                        ready.close()
-                    if kind == "run":
-                        _supervise(connection, fds, request, (self.path, offered))
-                    else:
-                        _zygote(connection, self.entry_points, self.log_path)
+                    self._forget_in_child(keep=connection)
+                    _zygote(connection, self.entry_points, self.log_path)
                 finally:
                     os._exit(1)
             self.children.add(pid)
-            if kind == "run":
-                self._warm(request.get("env") or {})
             return "served"
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    # Runners.
+
+    def _start_run(self, connection, data, fds, request):
+        """Hand the command to an idle runner (forking one if none is); "running", or None if none took it."""
+        for _attempt in range(2):
+            item = next((item for item in self.runners if item.run is None), None) or \
+                self._new_runner(also_close=[connection, *fds])
+            if item is None:
+                break
+            _reply(connection, {"kind": "started", "pid": item.pid})
+            try:
+                item.channel.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                               struct.pack("4i", *fds, connection.fileno()))])
+            except OSError:  # it has just ended
+                self._end_runner(item, kill=True)
+                continue
+            item.run = _Run(connection, os.dup(fds[2]))
+            self._warm(request.get("env") or {})
+            return "running"
+        _reply(connection, {"kind": "error", "message": "no runner could be started"})
+        return None
+
+    def _new_runner(self, also_close=()):
+        """Fork a runner (None if it cannot be); `also_close`: the descriptors of the request being handled."""
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:
+            try:
+                ours.close()
+                self._forget_in_child(keep=theirs)
+                for fd in also_close:
+                    with contextlib.suppress(OSError):
+                        fd.close() if isinstance(fd, _socket.socket) else os.close(fd)
+                runner.serve(theirs, (self.path, self.offered))
+            finally:
+                os._exit(1)
+        theirs.close()
+        self.served["runners"] += 1
+        item = _Runner(pid, ours)
+        self.runners.append(item)
+        return item
+
+    def _runner_said(self, item):
+        """A runner's word: its command ended and it answered the client (and whether it ends now), or it
+        ended without a word (the server answers the client for it)."""
+        try:
+            data = item.channel.recv(1 << 12)
+            retire = bool(json.loads(data)["retire"]) if data else None
+        except (OSError, ValueError, KeyError, TypeError):
+            retire = None
+        run, item.run = item.run, None
+        if retire is None:
+            status = self._end_runner(item, kill=True)
+            if run is not None:
+                run.finish(_died(run.stderr, status))
+            return
+        if run is not None:
+            run.finish(None)
+        if retire or sum(1 for other in self.runners if other.run is None) > MAX_IDLE_RUNNERS:
+            self._end_runner(item, kill=False)
+
+    def _client_left(self, item):
+        """The client of a running command sent something or went away: it no longer waits, so the command
+        (its runner, and the runner's LLVM worker with it) is killed."""
+        run, item.run = item.run, None
+        self._end_runner(item, kill=True)
+        run.finish(None)
+
+    def _end_runner(self, item, kill):
+        """Kill a runner and wait for it (its exit status), or close its channel and let it end (a runner that
+        is done or idle ends on that); the server reaps it then."""
+        self.runners.remove(item)
+        item.channel.close()
+        if not kill:
+            self.children.add(item.pid)
+            return None
+        with contextlib.suppress(OSError):
+            os.kill(item.pid, signal.SIGKILL)
+        try:
+            return os.waitpid(item.pid, 0)[1]
+        except ChildProcessError:
+            return None
+
+    def _forget_in_child(self, keep):
+        """In a process forked from the server: close the server's descriptors (its socket, the runners'
+        channels, the clients' connections and streams of running commands, the prestarted tools), so that no
+        client waits for a copy held here and no tool is kept from its end of input."""
+        self.listener.close()
+        for ready in self.pool:
+            ready.close()
+        for item in self.runners:
+            if item.channel is not keep:
+                item.channel.close()
+            if item.run is not None:
+                item.run.forget()
 
 
     def _warm(self, environment):
@@ -262,28 +380,47 @@ class Server:
         self._prestart()
 
 
-def _take_prestarted(path, argv):
-    """A prestarted `argv` from the server at `path` (process._Prestarted), or None."""
-    from . import process, rendezvous
+class _Runner:
+    """A runner process (mlirgpu.runner) and the command it runs (a _Run), if any."""
 
-    connection = rendezvous.connect(path)
-    if connection is None:
-        return None
-    try:
-        rendezvous.request(connection, {"kind": "translator", "argv": list(argv)})
-        data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
-                                                               _socket.MSG_CMSG_CLOEXEC)
-        fds = passed_fds(ancillary)
-        reply = rendezvous.decode(data) if data else {}
-        if reply.get("kind") == "translator" and len(fds) == 4:
-            return process._Prestarted.received(argv, int(reply["pid"]), fds)
-        for fd in fds:
-            os.close(fd)
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    finally:
-        connection.close()
+    def __init__(self, pid, channel):
+        self.pid = pid
+        self.channel = channel
+        self.run = None
+
+
+class _Run:
+    """A running command's client: its connection, and a copy of its stderr (for the message if the runner
+    dies; the command's own copies are the runner's)."""
+
+    def __init__(self, connection, stderr):
+        self.connection = connection
+        self.stderr = stderr
+
+    def finish(self, code):
+        """Answer the client with the exit code (None: it was answered, or went away) and let it go."""
+        with contextlib.suppress(OSError):
+            os.close(self.stderr)
+        if code is not None:
+            _reply(self.connection, {"kind": "exit", "code": code})
+        self.connection.close()
+
+    def forget(self):
+        """In a forked child: close this process's copies without a word to the client."""
+        with contextlib.suppress(OSError):
+            os.close(self.stderr)
+        self.connection.close()
+
+
+def _died(stderr, status):
+    """The exit code of a command whose runner ended without answering; a runner killed by a signal is a bug of
+    ours, said on the client's stderr as the command would have said it."""
+    code = os.waitstatus_to_exitcode(status) if status is not None else 1
+    if code < 0:
+        with contextlib.suppress(OSError):
+            os.write(stderr, f"mlirgpu: error: internal error: the compile ended by signal {-code} "
+                             "(fix: please report it; MLIRGPU_SERVER=off compiles without the server)\n".encode())
+    return 1
 
 
 def _answers(path):
@@ -296,102 +433,6 @@ def _answers(path):
         return bool(probe.recv(1 << 16))
     except OSError:
         return False
-
-
-def _supervise(connection, fds, request, offer):
-    """The supervisor of one `run`: fork the command, tell the client, and wait for the command's exit code (sent
-    on a pipe once its outputs are written and the client's streams closed, so the client goes on while the
-    command winds down its workers) or its death, or for the client to go away (the command is killed)."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    done_read, done_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            connection.close()
-            os.close(done_read)
-            _command(fds, request, offer, done_write)
-        except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            os._exit(1)
-    os.close(done_write)
-    for fd in fds[:2]:  # the client's streams are the command's; a build tool waits until all copies close
-        os.close(fd)
-    _reply(connection, {"kind": "started", "pid": os.getpid()})
-    ended = os.pidfd_open(pid)
-    while True:
-        ready, _w, _x = select.select([connection, ended, done_read], [], [])
-        told = os.read(done_read, 16) if done_read in ready else b""
-        if told.strip().lstrip(b"-").isdigit():
-            os.close(fds[2])
-            _reply(connection, {"kind": "exit", "code": int(told)})
-            os.waitpid(pid, 0)
-            os._exit(0)
-        if ended in ready or done_read in ready:  # ended without its code: it died
-            _done, status = os.waitpid(pid, 0)
-            code = os.waitstatus_to_exitcode(status)
-            if code < 0:  # the command itself died: a bug of ours, said as the command would
-                with contextlib.suppress(OSError):
-                    os.write(fds[2], f"mlirgpu: error: internal error: the compile ended by signal {-code} "
-                                     "(fix: please report it; MLIRGPU_SERVER=off compiles without the server)\n"
-                             .encode())
-                code = 1
-            _reply(connection, {"kind": "exit", "code": code})
-            os._exit(0)
-        if connection in ready:  # the client sent something or went away: either way it no longer waits
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)  # its workers die with it
-            os.waitpid(pid, 0)
-            os._exit(0)
-
-
-def _command(fds, request, offer, done):
-    """Run `mlirgpu <argv>` as the client would have run it: its streams, folder, environment and umask; a
-    prestarted mlir-translate of the server's (`offer`: its socket and their command lines) is taken when the
-    command translates with the same command line (the client's environment finds the same tool).
-    The exit code goes to pipe `done` once the client's streams are closed here (a build tool waits for them)."""
-    from . import process, toolchain, workers
-    from .workers import die_with_parent
-
-    die_with_parent(os.getppid())
-    for number, fd in enumerate(fds):
-        os.dup2(fd, number)
-    for fd in fds:  # one copy of each of the client's streams, so that closing 0-2 below releases them
-        os.close(fd)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding="utf-8", closefd=False)
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
-    os.umask(request["umask"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    toolchain.forget()
-    tempfile.tempdir = None  # found again from the client's TMPDIR
-    path, offered = offer
-    for argv in offered:
-        process.supply(argv, lambda argv=argv: _take_prestarted(path, argv))
-    workers.fork_here()
-    code = 1
-    try:
-        os.chdir(request["cwd"])
-        from .cli import main
-
-        code = main(list(request["argv"]))
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    except OSError as exc:
-        print(f"mlirgpu: error: cannot enter {request['cwd']}: {exc.strerror}", file=sys.stderr)
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-    for fd in (0, 1, 2):
-        os.close(fd)
-    workers.shutdown(wait=False)  # its workers' logs and scratch folders go, as at the end of an in-process command
-    os.write(done, b"%d" % code)
-    os._exit(code)  # its idle workers end with it
 
 
 def _zygote(connection, entry_points, log_path):

@@ -146,7 +146,7 @@ def _end(process):
 
 
 def _new_log():
-    log = tempfile.NamedTemporaryFile(prefix="mlirgpu-llvm-", suffix=".log", delete=False)
+    log = tempfile.NamedTemporaryFile(prefix="mlirgpu-llvm-", suffix=".log", delete=False, dir=_log_folder)
     log.close()
     return log.name
 
@@ -383,6 +383,7 @@ class _ForkedProcess:
 _idle = []
 _started = []  # every worker this process started (for prestart's count)
 _lock = threading.Lock()
+_log_folder = None  # see keep_logs_in
 _zygote = None
 _forking = False
 _here = False
@@ -452,6 +453,31 @@ def lease():
         if worker.alive:
             with _lock:
                 _idle.append(worker)
+
+
+def keep_logs_in(folder):
+    """Workers started from now keep their LLVM logs in `folder` (a compile server's runner: the server's own
+    folder, since its workers outlive the commands whose temporary folders they serve)."""
+    global _log_folder
+    _log_folder = folder
+
+
+def new_command():
+    """A compile server's runner starts a command: each idle worker gets a scratch folder in the command's
+    temporary folder (its TMPDIR; end_command removes it) and an empty LLVM log (a crash's message must be
+    this command's)."""
+    with _lock:
+        for worker in _idle:
+            worker.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
+            with contextlib.suppress(OSError):
+                os.truncate(worker.log_path, 0)  # the worker appends (O_APPEND): it writes from 0 again
+
+
+def end_command():
+    """A compile server's runner ended a command: the idle workers' scratch folders go."""
+    with _lock:
+        for worker in _idle:
+            shutil.rmtree(worker.scratch, ignore_errors=True)
 
 
 def current_zygote():
@@ -603,6 +629,9 @@ def _serve_forked(fds, log_path, entry_points):
     os.dup2(log, 2)
     os.dup2(log, 1)
     os.close(log)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # never a client's stdin, whichever command was running when this worker was forked
+    os.close(devnull)
     _serve(protocol_in, protocol_out, entry_points)
 
 
