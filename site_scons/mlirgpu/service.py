@@ -27,6 +27,7 @@ Its own messages (and LLVM's) go to `server.log` in its folder.
 """
 import socket as _socket
 import contextlib
+import errno
 import gc
 import fcntl
 import importlib
@@ -263,8 +264,10 @@ class Server:
             try:
                 item.channel.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
                                                struct.pack("4i", *fds, connection.fileno()))])
-            except OSError:  # it has just ended
-                self._end_runner(item, kill=True)
+            except OSError as exc:
+                if exc.errno == errno.EMSGSIZE:  # larger than a socket pair carries: the client compiles itself
+                    break
+                self._end_runner(item, kill=True)  # it has just ended
                 continue
             item.run = _Run(connection, os.dup(fds[2]))
             self._warm(request.get("env") or {})
