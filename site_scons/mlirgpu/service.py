@@ -69,7 +69,7 @@ class Server:
         self.fingerprint = rendezvous.fingerprint()
         self.started = time.time()
         self.served = {"run": 0, "zygote": 0, "refused": 0, "translator": 0, "runners": 0}
-        self.children = set()  # zygotes
+        self.children = set()  # zygotes, and runners told to end, reaped when they have
         self.runners = []  # _Runner
         self.pool = []  # prestarted mlir-translates (process._Prestarted) for the commands that translate
         self.spares = []  # prestarted tools handed to commands, reaped once they end
@@ -136,21 +136,24 @@ class Server:
                 last = time.monotonic()
             if not any(item.run is None for item in self.runners):
                 self._new_runner()  # forked now, between requests: the next command finds it ready
-            watched = {}
+            poller = select.poll()  # not select(): a build with hundreds of jobs passes descriptor 1024
+            poller.register(self.listener, select.POLLIN)
+            said, left = {}, {}
             for item in self.runners:
-                watched[item.channel.fileno()] = (self._runner_said, item)
+                said[item.channel.fileno()] = item
                 if item.run:
-                    watched[item.run.connection.fileno()] = (self._client_left, item)
-            try:
-                ready, _w, _x = select.select([self.listener, *watched], [], [], 1.0)
-            except InterruptedError:
-                continue
+                    left[item.run.connection.fileno()] = item
+            for fd in [*said, *left]:
+                poller.register(fd, select.POLLIN)
+            ready = {fd for fd, _event in poller.poll(1000)}
             # A runner's word first: a client that leaves because its runner answered it is no client gone.
-            for fd in sorted((fd for fd in ready if fd in watched), key=lambda fd: watched[fd][0] != self._runner_said):
-                handler, item = watched[fd]
-                if item in self.runners and (handler == self._runner_said or item.run is not None):
-                    handler(item)
-            if self.listener not in ready:
+            for item in [said[fd] for fd in ready if fd in said]:
+                if item in self.runners:
+                    self._runner_said(item)
+            for item in [left[fd] for fd in ready if fd in left]:
+                if item in self.runners and item.run is not None:
+                    self._client_left(item)
+            if self.listener.fileno() not in ready:
                 continue
             try:
                 connection, _address = self.listener.accept()
@@ -174,8 +177,8 @@ class Server:
     def _close(self):
         for ready in self.pool:
             ready.close()
-        for item in list(self.runners):
-            self._end_runner(item, kill=item.run is not None)
+        for item in list(self.runners):  # a runner's command in flight goes on, and answers its client
+            self._end_runner(item, kill=False)
         if self._still_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
