@@ -611,14 +611,22 @@ def _describe(target, source, env):
 
 
 def _command_line(target, source, env):
+    """The `mlirgpu compile` command of an object; remembered per object once the build files are read (SCons
+    asks for it once per target of the object, eight with dumps, in every build)."""
+    obj = target[0]
+    remembered = getattr(obj.attributes, "mlirgpu_command_line", None)
+    if remembered is not None:
+        return remembered
     try:
         options = _options(env, target, source)
     except CompileError:
         return f"mlirgpu compile {source[0]} -o {target[0]}"
     if not _bool(setting(env, "GPU_DUMP")):
         options = dataclasses.replace(options, dump_dir="")
-    return shlex.join(["mlirgpu", "compile", _source_path(source[0]), "-o", target[0].path]
-                                 + to_argv(options))
+    line = shlex.join(["mlirgpu", "compile", _source_path(source[0]), "-o", target[0].path] + to_argv(options))
+    if _READ_DONE:
+        obj.attributes.mlirgpu_command_line = line
+    return line
 
 
 def _gpu_object(env, target=None, source=None, **overrides):
