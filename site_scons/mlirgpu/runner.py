@@ -91,32 +91,32 @@ def run_command(fds, request, offer):
     sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding="utf-8", closefd=False)
     sys.stderr = stderr = _WatchedStderr(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                          errors="backslashreplace", line_buffering=True, write_through=True)
-    os.umask(request["umask"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    toolchain.forget()
-    tempfile.tempdir = None  # found again from the client's TMPDIR
-    workers.new_command()
-    path, offered = offer
-    for argv in offered:
-        process.supply(argv, lambda argv=argv: take_prestarted(path, argv))
     code = 1
     try:
-        os.chdir(request["cwd"])
-    except OSError as exc:
-        print(f"mlirgpu: error: cannot enter {request['cwd']}: {exc.strerror}", file=sys.stderr)
-    else:
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        toolchain.forget()
+        tempfile.tempdir = None  # found again from the client's TMPDIR
+        workers.new_command()
+        path, offered = offer
+        for argv in offered:
+            process.supply(argv, lambda argv=argv: take_prestarted(path, argv))
         try:
+            os.chdir(request["cwd"])
+        except OSError as exc:
+            print(f"mlirgpu: error: cannot enter {request['cwd']}: {exc.strerror}", file=sys.stderr)
+        else:
             from .cli import main
 
             code = main(list(request["argv"]))
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 1
-        except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
-            import traceback
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
+        import traceback
 
-            traceback.print_exc()
-            code = 1
+        traceback.print_exc()
+        code = 1
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
