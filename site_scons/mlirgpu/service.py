@@ -357,7 +357,6 @@ class Server:
             if item.run is not None:
                 item.run.forget()
 
-
     def _warm(self, environment):
         """Import the client libraries `environment` asks for (WARM_IMPORTS), so that the next commands fork
         with them; one that fails to import is the command's to report."""
