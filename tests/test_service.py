@@ -304,6 +304,36 @@ def test_a_compile_outlives_its_server_but_not_its_client(tmp_path, server_env, 
     assert not (tmp_path / "b.o").exists()
 
 
+def test_a_compile_in_flight_finishes_when_the_server_is_stopped(tmp_path, server_env, cuda_root):
+    """`mlirgpu server stop` while a compile runs: the server ends, the compile finishes in its runner and
+    answers its client (no warning, no second compile in process), and the runner ends after it."""
+    server_env["MLIRGPU_CACHE"] = "off"
+    toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, 1)
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    reference = mlirgpu("compile", source, "-o", str(tmp_path / "ref.o"), "--toolkit", toolkit,
+                        env=dict(server_env, MLIRGPU_SERVER="off"))
+    assert reference.returncode == 0
+    os.unlink(tmp_path / "in-ptxas")
+    mlirgpu("server", "start", env=server_env)
+    server, _ = status(server_env)
+    client = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "k.o"),
+                               "--toolkit", toolkit], env=server_env, stderr=subprocess.PIPE, text=True)
+    _wait_for(tmp_path / "in-ptxas")
+    assert mlirgpu("server", "stop", env=server_env).returncode == 0
+    _out, err = client.communicate(timeout=120)
+    assert client.returncode == 0 and err == "", err
+    assert (tmp_path / "k.o").read_bytes() == (tmp_path / "ref.o").read_bytes()
+    deadline = time.monotonic() + 10
+    folder = server_env["MLIRGPU_SERVER_DIR"]
+    while time.monotonic() < deadline:  # the server, its runners and their workers all end
+        left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _running(pid)
+                and _cmdline(pid).endswith(f"mlirgpu.service {folder}")]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left and not _running(server)
+
+
 def test_clients_starting_at_once_end_with_one_server(tmp_path, server_env):
     source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
     clients = [subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / f"{i}.o")],
