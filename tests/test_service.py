@@ -257,9 +257,11 @@ def test_a_clients_streams_close_when_it_exits(tmp_path, server_env, cuda_root):
     assert status(server_env)[1][0] >= 4
 
 
-def test_a_killed_server_costs_a_warning_and_an_in_process_compile(tmp_path, server_env, cuda_root):
+def _compile_in_ptxas(tmp_path, server_env, cuda_root, seconds):
+    """A compile through a fresh server, caught inside its (slowed) ptxas: the object an in-process compile
+    makes, the server's pid, and the running client (writing k.o)."""
     server_env["MLIRGPU_CACHE"] = "off"
-    toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, 2)
+    toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, seconds)
     source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
     reference = mlirgpu("compile", source, "-o", str(tmp_path / "ref.o"), "--toolkit", toolkit,
                         env=dict(server_env, MLIRGPU_SERVER="off"))
@@ -271,13 +273,18 @@ def test_a_killed_server_costs_a_warning_and_an_in_process_compile(tmp_path, ser
                                "--toolkit", toolkit], env=server_env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     _wait_for(tmp_path / "in-ptxas")
+    return (tmp_path / "ref.o").read_bytes(), server, client
+
+
+def test_a_killed_server_costs_a_warning_and_an_in_process_compile(tmp_path, server_env, cuda_root):
+    reference, server, client = _compile_in_ptxas(tmp_path, server_env, cuda_root, 2)
     os.killpg(os.getpgid(server), signal.SIGKILL)  # the server and every process of its compile
     _out, err = client.communicate(timeout=120)
     assert client.returncode == 0, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mlirgpu: warning: the compile server failed"), err
     assert lines[0].endswith("compiling in this process")
-    assert (tmp_path / "k.o").read_bytes() == (tmp_path / "ref.o").read_bytes()
+    assert (tmp_path / "k.o").read_bytes() == reference
 
 
 def test_a_compile_outlives_its_server_but_not_its_client(tmp_path, server_env, cuda_root):
@@ -307,22 +314,11 @@ def test_a_compile_outlives_its_server_but_not_its_client(tmp_path, server_env, 
 def test_a_compile_in_flight_finishes_when_the_server_is_stopped(tmp_path, server_env, cuda_root):
     """`mlirgpu server stop` while a compile runs: the server ends, the compile finishes in its runner and
     answers its client (no warning, no second compile in process), and the runner ends after it."""
-    server_env["MLIRGPU_CACHE"] = "off"
-    toolkit = _slow_ptxas_toolkit(tmp_path, cuda_root, 1)
-    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
-    reference = mlirgpu("compile", source, "-o", str(tmp_path / "ref.o"), "--toolkit", toolkit,
-                        env=dict(server_env, MLIRGPU_SERVER="off"))
-    assert reference.returncode == 0
-    os.unlink(tmp_path / "in-ptxas")
-    mlirgpu("server", "start", env=server_env)
-    server, _ = status(server_env)
-    client = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "k.o"),
-                               "--toolkit", toolkit], env=server_env, stderr=subprocess.PIPE, text=True)
-    _wait_for(tmp_path / "in-ptxas")
+    reference, server, client = _compile_in_ptxas(tmp_path, server_env, cuda_root, 1)
     assert mlirgpu("server", "stop", env=server_env).returncode == 0
     _out, err = client.communicate(timeout=120)
     assert client.returncode == 0 and err == "", err
-    assert (tmp_path / "k.o").read_bytes() == (tmp_path / "ref.o").read_bytes()
+    assert (tmp_path / "k.o").read_bytes() == reference
     deadline = time.monotonic() + 10
     folder = server_env["MLIRGPU_SERVER_DIR"]
     while time.monotonic() < deadline:  # the server, its runners and their workers all end
