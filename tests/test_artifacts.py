@@ -118,7 +118,8 @@ def _hungry(width):
     return "\n".join(lines)
 
 
-def test_baseline_names_the_kernel_and_the_rule_fails_the_build(tmp_path):
+def _baseline_project(tmp_path):
+    """A project of one light kernel whose artifacts (DUMP=1 gpu-artifacts) were collected: the baseline."""
     project = tmp_path / "p"
     project.mkdir()
     (project / "SConstruct").write_text(
@@ -126,6 +127,11 @@ def test_baseline_names_the_kernel_and_the_rule_fails_the_build(tmp_path):
         "env.GpuObject('k', 'k.mlir')\n")
     (project / "k.mlir").write_text(KERNEL.format(body=_hungry(2)))
     scons(project, "DUMP=1", "gpu-artifacts")
+    return project
+
+
+def test_baseline_names_the_kernel_and_the_rule_fails_the_build(tmp_path):
+    project = _baseline_project(tmp_path)
     shutil.copy(project / "gpu-manifest.json", tmp_path / "old.json")
     (project / "k.mlir").write_text(KERNEL.format(body=_hungry(40)))
     run = scons(project, "DUMP=1", f"GPU_BASELINE={tmp_path / 'old.json'}", "gpu-artifacts")
@@ -169,13 +175,7 @@ def test_html_report_shows_the_chart_in_chromium(examples, tmp_path):
 def test_html_report_shows_deltas_and_the_isa_diff_of_a_changed_kernel(tmp_path):
     """With the baseline's dumps beside its manifest (an unpacked archive), each changed kernel's ISA diff is
     in the page, folded; resources changed are a table of before, after and change."""
-    project = tmp_path / "p"
-    project.mkdir()
-    (project / "SConstruct").write_text(
-        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
-        "env.GpuObject('k', 'k.mlir')\n")
-    (project / "k.mlir").write_text(KERNEL.format(body=_hungry(2)))
-    scons(project, "DUMP=1", "gpu-artifacts")
+    project = _baseline_project(tmp_path)
     shutil.copytree(project, tmp_path / "baseline")  # the manifest with the dumps it names
     (project / "k.mlir").write_text(KERNEL.format(body=_hungry(40)))
     scons(project, "DUMP=1", f"GPU_BASELINE={tmp_path / 'baseline' / 'gpu-manifest.json'}", "gpu-artifacts")
