@@ -88,6 +88,7 @@ def run_command(fds, request, offer):
         os.close(fd)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # nothing read ahead before
     sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding="utf-8", closefd=False)
     sys.stderr = stderr = _WatchedStderr(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                          errors="backslashreplace", line_buffering=True, write_through=True)
