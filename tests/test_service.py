@@ -93,7 +93,7 @@ def test_every_hostile_case_reads_the_same_through_the_server(name, tmp_path, se
 @pytest.mark.parametrize("chunk", range(4))
 def test_a_runner_serves_each_command_as_a_fresh_process_would(chunk, tmp_path, server_env, cuda_root):
     """A quarter of the bad-input table through one server, each case after a good compile (with the stage
-    cache, dumps and a header) that the same runner served: every result (exit code, messages, files, the
+    cache, dumps, a header and a depfile) that the same runner served: every result (exit code, messages, files, the
     temporary folder) is the in-process one, so a runner keeps nothing of a command that changes the next."""
     good = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "good.mlir", "", 3)
     names = sorted(CASES)[chunk::4]
@@ -110,12 +110,14 @@ def test_a_runner_serves_each_command_as_a_fresh_process_would(chunk, tmp_path, 
                 args = ["-o", "out.o", *args]
             env = dict(server_env, MLIRGPU_SERVER=mode, TMPDIR=str(base / "tmp"), MLIRGPU_CACHE_DIR=str(base / "cache"))
             first = mlirgpu("compile", good, "-o", str(base / "good.o"), "--dump-intermediates", str(base / "good.d"),
-                            "--header", str(base / "good.h"), "--toolkit", cuda_root, env=env, cwd=base)
+                            "--header", str(base / "good.h"), "--depfile", str(base / "good.dep"),
+                            "--toolkit", cuda_root, env=env, cwd=base)
             run = mlirgpu("compile", os.path.basename(source) if source.startswith(str(base)) else source, *args,
                           env=dict(env, **case.env), cwd=base / "work")
             results[mode] = [(step.returncode, step.stdout, step.stderr.replace(str(base), "<case>"))
                              for step in (first, run)] + [_tree(base / "work"), _tree(base / "good.d"),
-                                                          os.listdir(base / "tmp")]
+                                                          os.listdir(base / "tmp"),
+                                                          (base / "good.dep").read_text().replace(str(base), "<case>")]
         assert results["on"] == results["off"], name
         assert results["on"][0][0] == 0, results["on"][0]
     served = mlirgpu("server", "status", env=server_env).stdout
@@ -204,8 +206,8 @@ def test_another_user_is_refused(tmp_path, server_env):
         probe = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.settimeout(10); "
                  f"s.connect({path!r})\ntry:\n  s.send(b'{{\"kind\": \"status\"}}'); print(repr(s.recv(65536)))\n"
                  "except (BrokenPipeError, ConnectionResetError):\n  print(repr(b''))")
-        run = subprocess.run([shutil.which("python3", path="/usr/bin:/bin"), "-c", probe], capture_output=True, text=True,
-                             user=65534, timeout=30, cwd="/")
+        run = subprocess.run([shutil.which("python3", path="/usr/bin:/bin"), "-c", probe], capture_output=True,
+                             text=True, user=65534, timeout=30, cwd="/")
     finally:
         os.chmod(folder, 0o700)
     try:
