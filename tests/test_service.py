@@ -428,6 +428,7 @@ def test_a_folder_others_can_enter_is_not_used(tmp_path):
 
 
 def test_scons_takes_its_workers_from_a_running_server(tmp_path, server_env):
+    server_env["MLIRGPU_CACHE"] = "off"  # every build translates
     project = tmp_path / "p"
     project.mkdir()
     shutil.copy(instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "a.mlir", "gfx942", 3), project)
@@ -447,6 +448,15 @@ def test_scons_takes_its_workers_from_a_running_server(tmp_path, server_env):
     assert status(server_env)[1][1] == 1  # one build's workers
     assert _tree(project / "a.dumps") | _tree(project / "b.dumps") == reference
     assert [(project / name).read_bytes() for name in ("a.o", "b.o")] == objects
+    # The build's translations (a batch in SCons, or a worker's own) took the server's prestarted mlir-translates.
+    served = mlirgpu("server", "status", env=server_env).stdout
+    assert int(re.search(r"handed over (\d+) prestarted", served).group(1)) >= 1, served
+    (project / "a.mlir").write_text((project / "a.mlir").read_text() + "// edited\n")  # one source: its worker's
+    again = subprocess.run([SCONS, "-Q", "-j2", "DUMP=1"], cwd=project, env=server_env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    after = mlirgpu("server", "status", env=server_env).stdout
+    assert int(re.search(r"handed over (\d+) prestarted", after).group(1)) > \
+        int(re.search(r"handed over (\d+) prestarted", served).group(1)), after
 
 
 def test_server_commands(tmp_path, server_env):

@@ -3,6 +3,7 @@
 The limit is `$MLIRGPU_TOOL_TIMEOUT` seconds (default 600) per tool run. A tool killed by a signal or past the
 limit is reported by name; a non-zero exit is returned to the caller, which knows how to read that tool's output.
 """
+import _socket  # the C module: `socket` costs worker start-up 11 ms for the same calls (see mlirgpu.workers)
 import contextlib
 import contextvars
 import fcntl
@@ -10,6 +11,7 @@ import os
 import re
 import select
 import signal
+import struct
 import subprocess
 import time
 
@@ -163,10 +165,51 @@ def prestart(argv):
 
 
 def supply(argv, supplier):
-    """Ask `supplier()` for a prestarted `argv` when this process first runs it: the compile server keeps
-    mlir-translates waiting and hands one to a command that translates, so a command that needs none (its stages
-    came from the cache, or it only lists outputs) costs no tool start-up."""
-    _suppliers[tuple(argv)] = supplier
+    """Ask `supplier()` for a prestarted `argv` whenever this process runs it: the compile server keeps
+    mlir-translates waiting and hands one to a process that translates (a command in a runner, a build's worker,
+    SCons itself), so one that needs none (its stages came from the cache, or it only lists outputs) costs no
+    tool start-up."""
+    _suppliers[same_tool(argv)] = supplier
+
+
+def same_tool(argv):
+    """A command line as prestarted tools are matched: the program by its real path (a build's search path may
+    name `/bin/mlir-translate-22` where the server found `/usr/bin/mlir-translate-22`, the same file)."""
+    return (os.path.realpath(argv[0]), *argv[1:])
+
+
+def passed_fds(ancillary):
+    """The file descriptors an SCM_RIGHTS message carried."""
+    fds = []
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
+    return fds
+
+
+def take_from_server(path, argv):
+    """A prestarted `argv` from the compile server at `path` (a _Prestarted), or None: no server, or none
+    waiting with this command line."""
+    from . import rendezvous
+
+    connection = rendezvous.connect(path)
+    if connection is None:
+        return None
+    try:
+        rendezvous.request(connection, {"kind": "translator", "argv": list(argv)})
+        data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
+                                                               _socket.MSG_CMSG_CLOEXEC)
+        fds = passed_fds(ancillary)
+        reply = rendezvous.decode(data) if data else {}
+        if reply.get("kind") == "translator" and len(fds) == 4:
+            return _Prestarted.received(argv, int(reply["pid"]), fds)
+        for fd in fds:
+            os.close(fd)
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        connection.close()
 
 
 def release_prestarted():
@@ -178,7 +221,7 @@ def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
     started = time.perf_counter()
-    supplier = _suppliers.pop(tuple(argv), None)
+    supplier = _suppliers.get(same_tool(argv)) if _suppliers else None
     ready = supplier() if supplier else None
     try:
         result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)

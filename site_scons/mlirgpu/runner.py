@@ -28,8 +28,8 @@ import sys
 import tempfile
 import threading
 
-from . import process, rendezvous, toolchain, workers
-from .workers import passed_fds
+from . import process, toolchain, workers
+from .process import passed_fds
 
 RUNNER_COMMANDS = 200
 MAX_REQUEST = 1 << 20
@@ -37,7 +37,7 @@ MAX_REQUEST = 1 << 20
 
 def serve(channel, offer):
     """A runner's life (in the process forked for it; never returns). `offer`: the server's socket and the
-    command lines of the mlir-translates it keeps prestarted (see take_prestarted)."""
+    command lines of the mlir-translates it keeps prestarted (process.take_from_server)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     workers.fork_here()
     own = os.path.dirname(offer[0])  # the server's folder, closed to others
@@ -102,7 +102,7 @@ def run_command(fds, request, offer):
         workers.new_command()
         path, offered = offer
         for argv in offered:
-            process.supply(argv, lambda argv=argv: take_prestarted(path, argv))
+            process.supply(argv, lambda argv=argv: process.take_from_server(path, argv))
         try:
             os.chdir(request["cwd"])
         except OSError as exc:
@@ -129,26 +129,3 @@ def run_command(fds, request, offer):
     os.close(devnull)
     os.chdir("/")
     return code, code == 0 and not stderr.written
-
-
-def take_prestarted(path, argv):
-    """A prestarted `argv` from the server at `path` (process._Prestarted), or None: the server hands a loaded
-    mlir-translate only to a command that translates."""
-    connection = rendezvous.connect(path)
-    if connection is None:
-        return None
-    try:
-        rendezvous.request(connection, {"kind": "translator", "argv": list(argv)})
-        data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
-                                                               _socket.MSG_CMSG_CLOEXEC)
-        fds = passed_fds(ancillary)
-        reply = rendezvous.decode(data) if data else {}
-        if reply.get("kind") == "translator" and len(fds) == 4:
-            return process._Prestarted.received(argv, int(reply["pid"]), fds)
-        for fd in fds:
-            os.close(fd)
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    finally:
-        connection.close()

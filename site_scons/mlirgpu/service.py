@@ -39,8 +39,8 @@ import struct
 import sys
 import time
 
-from . import rendezvous, runner
-from .workers import passed_fds
+from . import process, rendezvous, runner
+from .process import passed_fds
 
 MAX_REQUEST = 1 << 20
 MAX_IDLE_RUNNERS = max(2, os.cpu_count() or 2)  # a runner beyond these ends once its command ended
@@ -105,13 +105,13 @@ class Server:
 
         cli._parser()
         self._prestart()
-        self.offered = sorted({ready.argv for ready in self.pool})  # what runners may ask for (take_prestarted)
+        self.offered = sorted({ready.argv for ready in self.pool})  # what may be asked for (take_from_server)
         gc.freeze()  # the collections of forked commands then leave these objects' pages shared with the server
 
     def _prestart(self):
         """mlir-translates of this server's environment, loaded and waiting for the next commands' input (two:
         a build runs commands two at a time or more)."""
-        from . import mlirtools, process
+        from . import mlirtools
         from .errors import CompileError
 
         while len(self.pool) < 2:
@@ -244,7 +244,7 @@ class Server:
             if pid == 0:
                 try:
                     self._forget_in_child(keep=connection)
-                    _zygote(connection, self.entry_points, self.log_path)
+                    _zygote(connection, self.entry_points, self.log_path, (self.path, self.offered))
                 finally:
                     os._exit(1)
             self.children.add(pid)
@@ -371,7 +371,9 @@ class Server:
     def _hand_over(self, connection, argv):
         """Give the requesting command a prestarted tool of command line `argv` (its pipes), and start the
         next; `none` when there is none (the command starts the tool itself)."""
-        ready = next((item for item in self.pool if list(item.argv) == argv and item.poll() is None), None)
+        wanted = process.same_tool(argv) if isinstance(argv, list) and argv and isinstance(argv[0], str) else None
+        ready = next((item for item in self.pool if process.same_tool(item.argv) == wanted and item.poll() is None),
+                     None)
         if ready is None:
             _reply(connection, {"kind": "none"})
             return
@@ -440,10 +442,14 @@ def _answers(path):
         return False
 
 
-def _zygote(connection, entry_points, log_path):
-    """Serve `connection` as a zygote of mlirgpu.workers for a build tool, until it closes it."""
+def _zygote(connection, entry_points, log_path, offer):
+    """Serve `connection` as a zygote of mlirgpu.workers for a build tool, until it closes it. The workers it
+    forks take the server's prestarted mlir-translates (`offer`: the server's socket and their command lines)."""
     from .workers import serve_zygote
 
+    path, offered = offer
+    for argv in offered:
+        process.supply(argv, lambda argv=argv: process.take_from_server(path, argv))
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _reply(connection, {"kind": "zygote", "pid": os.getpid(), "log": log_path})
     connection.settimeout(None)

@@ -30,6 +30,7 @@ import threading
 import time
 
 from .errors import CompileError, InternalError
+from .process import passed_fds
 from .toolchain import LLVM_MAJOR
 
 _HEADER = struct.Struct("<Q")
@@ -404,9 +405,18 @@ def fork_here():
 
 def use_server(enabled):
     """Take workers from the running compile server of this installation, when there is one (a build tool: its
-    builds then start no Python or LLVM of their own); else start them as `forking` says."""
+    builds then start no Python or LLVM of their own); else start them as `forking` says. Its prestarted
+    mlir-translates serve this process's own translations (a build's batches) too."""
     global _server
     _server = enabled
+    from . import mlirtools, process, rendezvous
+
+    if enabled and rendezvous.wanted():
+        try:
+            path, argv = rendezvous.socket_path(rendezvous.folder()), mlirtools.translate_argv()
+        except (rendezvous.Unavailable, CompileError):
+            return
+        process.supply(argv, lambda: process.take_from_server(path, argv))
 
 
 def _start():
@@ -612,15 +622,6 @@ def serve_zygote(control, entry_points):
             os.write(go_write, b"!")
         for fd in fds + [go_read, go_write]:
             os.close(fd)
-
-
-def passed_fds(ancillary):
-    """The file descriptors an SCM_RIGHTS message carried."""
-    fds = []
-    for level, kind, payload in ancillary:
-        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
-    return fds
 
 
 def _serve_forked(fds, log_path, entry_points):
