@@ -413,10 +413,22 @@ def use_server(enabled):
 
     if enabled and rendezvous.wanted():
         try:
-            path, argv = rendezvous.socket_path(rendezvous.folder()), mlirtools.translate_argv()
-        except (rendezvous.Unavailable, CompileError):
+            argv = mlirtools.translate_argv()
+        except CompileError:
             return
-        process.supply(argv, lambda: process.take_from_server(path, argv))
+        process.supply(argv, lambda: _translator_from_server(argv))
+
+
+def _translator_from_server(argv):
+    """A prestarted `argv` from the running compile server, or None (the server's folder is looked up only when
+    a translation runs)."""
+    from . import process, rendezvous
+
+    try:
+        path = rendezvous.socket_path(rendezvous.folder())
+    except rendezvous.Unavailable:
+        return None
+    return process.take_from_server(path, argv)
 
 
 def _start():
