@@ -187,6 +187,14 @@ def passed_fds(ancillary):
     return fds
 
 
+def supply_from_server(offer):
+    """Take the compile server's prestarted tools whenever this process runs one of their command lines
+    (`offer`: the server's socket and those command lines)."""
+    path, offered = offer
+    for argv in offered:
+        supply(argv, lambda argv=argv: take_from_server(path, argv))
+
+
 def take_from_server(path, argv):
     """A prestarted `argv` from the compile server at `path` (a _Prestarted), or None: no server, or none
     waiting with this command line."""

@@ -27,6 +27,7 @@ from .version import __version__
 
 PACKAGE = os.path.dirname(os.path.realpath(__file__))  # one name, whichever link SCons loaded it through
 DEFAULT_IDLE = 600
+MAX_REQUEST = 1 << 20  # the largest request a server takes (bytes of JSON)
 
 
 class Unavailable(Exception):
@@ -199,7 +200,7 @@ def start_server(directory):
 def request(connection, message, fds=()):
     """Send `message` (JSON) with file descriptors `fds`."""
     data = encode(message)
-    if len(data) > (1 << 20):
+    if len(data) > MAX_REQUEST:
         raise ValueError("the request is larger than a server takes")
     ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
     connection.sendmsg([data], ancillary)

@@ -28,11 +28,10 @@ import sys
 import tempfile
 import threading
 
-from . import process, toolchain, workers
+from . import process, rendezvous, toolchain, workers
 from .process import passed_fds
 
 RUNNER_COMMANDS = 200
-MAX_REQUEST = 1 << 20
 
 
 def serve(channel, offer):
@@ -48,7 +47,7 @@ def serve(channel, offer):
     workers.end_command()  # a scratch folder is made per command, in the command's temporary folder
     for served in range(1, RUNNER_COMMANDS + 1):
         try:
-            data, ancillary, _flags, _address = channel.recvmsg(MAX_REQUEST, _socket.CMSG_SPACE(4 * 4),
+            data, ancillary, _flags, _address = channel.recvmsg(rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(4 * 4),
                                                                 _socket.MSG_CMSG_CLOEXEC)
         except OSError:
             break
@@ -100,9 +99,7 @@ def run_command(fds, request, offer):
         toolchain.forget()
         tempfile.tempdir = None  # found again from the client's TMPDIR
         workers.new_command()
-        path, offered = offer
-        for argv in offered:
-            process.supply(argv, lambda argv=argv: process.take_from_server(path, argv))
+        process.supply_from_server(offer)
         try:
             os.chdir(request["cwd"])
         except OSError as exc:

@@ -42,7 +42,6 @@ import time
 from . import process, rendezvous, runner
 from .process import passed_fds
 
-MAX_REQUEST = 1 << 20
 MAX_IDLE_RUNNERS = max(2, os.cpu_count() or 2)  # a runner beyond these ends once its command ended
 # The client library a command imports when its environment sets the variable (a remote stage cache, a Dask
 # scheduler): 0.1-0.2 s of imports per command, paid once by the server instead, after the first such command.
@@ -202,7 +201,7 @@ class Server:
         connection.settimeout(10)
         try:
             # Received descriptors close on exec: no tool this server starts may hold a client's streams open.
-            data, ancillary, flags, _address = connection.recvmsg(MAX_REQUEST, _socket.CMSG_SPACE(3 * 4),
+            data, ancillary, flags, _address = connection.recvmsg(rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(3 * 4),
                                                                   _socket.MSG_CMSG_CLOEXEC)
         except OSError:
             return None
@@ -447,9 +446,7 @@ def _zygote(connection, entry_points, log_path, offer):
     forks take the server's prestarted mlir-translates (`offer`: the server's socket and their command lines)."""
     from .workers import serve_zygote
 
-    path, offered = offer
-    for argv in offered:
-        process.supply(argv, lambda argv=argv: process.take_from_server(path, argv))
+    process.supply_from_server(offer)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _reply(connection, {"kind": "zygote", "pid": os.getpid(), "log": log_path})
     connection.settimeout(None)
