@@ -158,7 +158,7 @@ def test_only_a_command_that_translates_takes_a_prestarted_mlir_translate(tmp_pa
 
     def handed_over():
         run = mlirgpu("server", "status", env=env)
-        return int(re.search(r"handed over (\d+) prestarted mlir-translates", run.stdout).group(1))
+        return int(re.search(r"handed over (\d+) tool runs", run.stdout).group(1))
 
     compile_ = ["compile", source, "-o", "k.o", "--dump-intermediates", "D", "--toolkit", cuda_root]
     taken = []
@@ -169,6 +169,54 @@ def test_only_a_command_that_translates_takes_a_prestarted_mlir_translate(tmp_pa
     assert taken == [0, 1, 1]
     record = json.loads((tmp_path / "D" / "mlirgpu.json").read_text())
     assert {how for job in record["jobs"] for how in job["stages"].values()} == {"cached"}
+
+
+def _loaded_tools(env):
+    run = mlirgpu("server", "status", env=env)
+    tools = re.search(r"handed over (\d+) tool runs \(loaded: ([^)]*)\)", run.stdout)
+    return int(tools.group(1)), tools.group(2)
+
+
+def test_the_server_keeps_the_llvm_tools_of_a_compile_loaded_and_ends_them_with_it(tmp_path, server_env):
+    """A ROCDL compile runs mlir-translate, llvm-mc and ld.lld: the server keeps each loaded in a fork server
+    from its first run on (mlir-translate from the start), and every served compile equals the in-process one.
+    The fork servers end with the server."""
+    source = instantiate(os.path.join(CORPUS, "multi_kernel.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    env = dict(server_env, MLIRGPU_CACHE="off")
+    outputs = []
+    for mode, name in (("off", "a"), ("on", "b"), ("on", "c")):
+        run = mlirgpu("compile", source, "-o", f"{name}.o", "--dump-intermediates", name, env=dict(env, MLIRGPU_SERVER=mode),
+                      cwd=tmp_path)
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        outputs.append([(tmp_path / name / dump).read_bytes() for dump in sorted(os.listdir(tmp_path / name))
+                        if dump != "mlirgpu.json"] + [(tmp_path / f"{name}.o").read_bytes()])
+    assert outputs[0] == outputs[1] == outputs[2]
+    handed, loaded = _loaded_tools(env)
+    assert loaded == "lld, llvm-mc, mlir-translate"
+    assert handed >= 4  # a translation in each served compile, llvm-mc and ld.lld in the second
+    server = status(env)[0]
+    forkservers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _parent(pid) == str(server)
+                   and os.path.basename(_cmdline(pid)) in ("lld", "llvm-mc", "mlir-translate")]
+    assert len(forkservers) == 3, forkservers
+    assert mlirgpu("server", "stop", env=env).returncode == 0
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in forkservers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_running(pid) for pid in forkservers)
+
+
+def test_without_a_c_compiler_the_server_prestarts_mlir_translate(tmp_path, server_env, cuda_root):
+    """No compiler for the fork server's library: the server says why in its log and serves prestarted
+    mlir-translates instead; compiles are the same."""
+    source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
+    env = dict(server_env, MLIRGPU_CACHE="off", CC="false")
+    runs = [mlirgpu("compile", source, "-o", f"{name}.o", "--toolkit", cuda_root, env=dict(env, MLIRGPU_SERVER=mode),
+                    cwd=tmp_path) for mode, name in (("off", "a"), ("on", "b"))]
+    assert [(run.returncode, run.stderr) for run in runs] == [(0, ""), (0, "")]
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
+    assert _loaded_tools(env) == (1, "none")
+    log = (tmp_path / "server" / "server.log").read_text()
+    assert "tools start per run: false failed on forkserver.c" in log
 
 
 def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
@@ -450,13 +498,13 @@ def test_scons_takes_its_workers_from_a_running_server(tmp_path, server_env):
     assert [(project / name).read_bytes() for name in ("a.o", "b.o")] == objects
     # The build's translations (a batch in SCons, or a worker's own) took the server's prestarted mlir-translates.
     served = mlirgpu("server", "status", env=server_env).stdout
-    assert int(re.search(r"handed over (\d+) prestarted", served).group(1)) >= 1, served
+    assert int(re.search(r"handed over (\d+) tool runs", served).group(1)) >= 1, served
     (project / "a.mlir").write_text((project / "a.mlir").read_text() + "// edited\n")  # one source: its worker's
     again = subprocess.run([SCONS, "-Q", "-j2", "DUMP=1"], cwd=project, env=server_env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     after = mlirgpu("server", "status", env=server_env).stdout
-    assert int(re.search(r"handed over (\d+) prestarted", after).group(1)) > \
-        int(re.search(r"handed over (\d+) prestarted", served).group(1)), after
+    assert int(re.search(r"handed over (\d+) tool runs", after).group(1)) > \
+        int(re.search(r"handed over (\d+) tool runs", served).group(1)), after
 
 
 def test_server_commands(tmp_path, server_env):

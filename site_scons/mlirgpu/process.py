@@ -95,8 +95,11 @@ class _Prestarted:
         return ready
 
     def handed(self):
-        """Its pipes, for handing it over to the process that will run it (mlirgpu.service)."""
-        return [self.stdin, self.stdout, self.stderr, self.status]
+        """Its pipes, for handing it over to the process that will run it (mlirgpu.service); from now on the
+        caller's to close, not this object's."""
+        fds = [self.stdin, self.stdout, self.stderr, self.status]
+        self.stdin = self.stdout = self.stderr = self.status = None
+        return fds
 
     def poll(self):
         """None while the tool waits or runs (asked by the process that started it, its parent)."""
@@ -155,21 +158,21 @@ class _Prestarted:
         return subprocess.CompletedProcess(argv, code, b"".join(chunks[out]), b"".join(chunks[err]))
 
 
-_suppliers = {}  # command line -> a function that hands this process a prestarted one, or None (the server)
+_suppliers = {}  # program (real path) -> a function giving this process a started run of an argv, or None
 
 
 def prestart(argv):
     """Start `argv` now, to be run later with `run(argv, ...)` (see `supply`) without the start-up (the compile
-    server does this for mlir-translate, whose start-up is most of a small translation)."""
+    server does this for mlir-translate where it cannot keep a fork server, mlirgpu.forkserver)."""
     return _Prestarted(argv)
 
 
-def supply(argv, supplier):
-    """Ask `supplier()` for a prestarted `argv` whenever this process runs it: the compile server keeps
-    mlir-translates waiting and hands one to a process that translates (a command in a runner, a build's worker,
-    SCons itself), so one that needs none (its stages came from the cache, or it only lists outputs) costs no
-    tool start-up."""
-    _suppliers[same_tool(argv)] = supplier
+def supply(program, supplier):
+    """Ask `supplier(argv)` for a started run whenever this process runs `program`: the compile server keeps
+    MLIR's and LLVM's tools loaded and hands a fresh run to a process that needs one (a command in a runner, a
+    build's worker, SCons itself), so one that needs none (its stages came from the cache, or it only lists
+    outputs) costs no tool start-up."""
+    _suppliers[os.path.realpath(program)] = supplier
 
 
 def same_tool(argv):
@@ -188,28 +191,29 @@ def passed_fds(ancillary):
 
 
 def supply_from_server(offer):
-    """Take the compile server's prestarted tools whenever this process runs one of their command lines
-    (`offer`: the server's socket and those command lines)."""
-    path, offered = offer
-    for argv in offered:
-        supply(argv, lambda argv=argv: take_from_server(path, argv))
+    """Take runs of the compile server's loaded tools whenever this process runs one (`offer`: the server's
+    socket and those programs)."""
+    path, programs = offer
+    for program in programs:
+        supply(program, lambda argv: take_from_server(path, argv))
 
 
 def take_from_server(path, argv):
-    """A prestarted `argv` from the compile server at `path` (a _Prestarted), or None: no server, or none
-    waiting with this command line."""
+    """A started run of `argv` from the compile server at `path`, in this process's folder and environment (a
+    _Prestarted), or None: no server, or it has no such tool loaded."""
     from . import rendezvous
 
     connection = rendezvous.connect(path)
     if connection is None:
         return None
     try:
-        rendezvous.request(connection, {"kind": "translator", "argv": list(argv)})
+        rendezvous.request(connection, {"kind": "tool", "argv": list(argv), "cwd": os.getcwd(),
+                                        "env": dict(os.environ)})
         data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
                                                                _socket.MSG_CMSG_CLOEXEC)
         fds = passed_fds(ancillary)
         reply = rendezvous.decode(data) if data else {}
-        if reply.get("kind") == "translator" and len(fds) == 4:
+        if reply.get("kind") == "tool" and len(fds) == 4:
             return _Prestarted.received(argv, int(reply["pid"]), fds)
         for fd in fds:
             os.close(fd)
@@ -220,17 +224,12 @@ def take_from_server(path, argv):
         connection.close()
 
 
-def release_prestarted():
-    """Forget the prestarted tools this process was offered (a fork that will not use them)."""
-    _suppliers.clear()
-
-
 def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
     started = time.perf_counter()
-    supplier = _suppliers.get(same_tool(argv)) if _suppliers else None
-    ready = supplier() if supplier else None
+    supplier = _suppliers.get(os.path.realpath(argv[0])) if _suppliers else None
+    ready = supplier(argv) if supplier else None
     try:
         result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
     except subprocess.TimeoutExpired as exc:

@@ -237,7 +237,7 @@ def server_command(action):
     print(f"compile server pid {reply['pid']}, up {time.time() - reply['started']:.0f} s, socket {path}\n"
           f"served {served.get('run', 0)} commands (in {served.get('runners', 0)} runners) and "
           f"{served.get('zygote', 0)} builds' workers; "
-          f"refused {served.get('refused', 0)}; handed over {served.get('translator', 0)} prestarted "
-          f"mlir-translates; log {reply.get('log')}"
+          f"refused {served.get('refused', 0)}; handed over {served.get('tool', 0)} tool runs "
+          f"(loaded: {', '.join(reply.get('tools') or ['none'])}); log {reply.get('log')}"
           + (f"\nloaded for commands: {', '.join(reply['warm'])}" if reply.get("warm") else ""))
     return 0

@@ -36,9 +36,10 @@ RUNNER_COMMANDS = 200
 
 def serve(channel, offer):
     """A runner's life (in the process forked for it; never returns). `offer`: the server's socket and the
-    command lines of the mlir-translates it keeps prestarted (process.take_from_server)."""
+    programs whose runs it hands over (process.take_from_server)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     workers.fork_here()
+    process.supply_from_server(offer)  # for the worker forked below too: its LLVM stages run llvm-mc and ld.lld
     own = os.path.dirname(offer[0])  # the server's folder, closed to others
     workers.keep_logs_in(own)
     tempfile.tempdir = own  # no client's temporary folder sees the first scratch folder, removed at once
@@ -54,7 +55,7 @@ def serve(channel, offer):
         fds = passed_fds(ancillary)
         if not data or len(fds) != 4:  # the server closed the channel: it is ending, or has runners enough
             break
-        code, clean = run_command(fds[:3], json.loads(data), offer)
+        code, clean = run_command(fds[:3], json.loads(data))
         retire = not clean or served == RUNNER_COMMANDS or threading.active_count() > 1
         try:  # the server first: it then knows the command's end is no client going away
             channel.send(json.dumps({"retire": retire}).encode())
@@ -79,7 +80,7 @@ class _WatchedStderr(io.TextIOWrapper):
         return super().write(text)
 
 
-def run_command(fds, request, offer):
+def run_command(fds, request):
     """Run `mlirgpu <argv>` as the client would have run it; (its exit code, whether it ended cleanly)."""
     for number, fd in enumerate(fds):
         os.dup2(fd, number)
@@ -99,7 +100,6 @@ def run_command(fds, request, offer):
         toolchain.forget()
         tempfile.tempdir = None  # found again from the client's TMPDIR
         workers.new_command()
-        process.supply_from_server(offer)
         try:
             os.chdir(request["cwd"])
         except OSError as exc:
@@ -118,7 +118,6 @@ def run_command(fds, request, offer):
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
-    process.release_prestarted()
     workers.end_command()
     devnull = os.open(os.devnull, os.O_RDWR)
     for number in (0, 1, 2):  # the client's streams are released; the runner's own are empty

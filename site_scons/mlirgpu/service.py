@@ -14,9 +14,12 @@ peer's uid is checked again with SO_PEERCRED, and a request is at most 1 MiB of 
               runner if the client goes away first, and answers for it if it died.
     zygote    a build tool's (SCons's) request for workers: a child of the server serves the connection as
               mlirgpu.workers' zygote, forking warm workers for the build until it closes the connection.
-    translator  a command's request for a prestarted mlir-translate of a given command line: the server
-              keeps two loaded and waiting, hands one over (its pipes, SCM_RIGHTS) and starts the next; only a
-              command that translates takes one, so one served from the stage cache starts no tool.
+    tool      a command's request for a run of MLIR's or LLVM's tools (mlir-translate, mlir-opt, llvm-mc,
+              ld.lld): argv, folder and environment. The server keeps each tool loaded in a fork server
+              (mlirgpu.forkserver; mlir-translate from the start, the others from their first request) and
+              hands over a fresh run's pipes (SCM_RIGHTS), so a run costs no loading of libMLIR or libLLVM;
+              only a command that runs a tool asks, so one served from the stage cache starts none. Without a
+              C compiler for the fork server, two mlir-translates of the usual command line wait prestarted.
     status    the server's pid, fingerprint, start time, what it served and which WARM_IMPORTS it holds.
     stop      the server exits (after answering).
 
@@ -39,7 +42,7 @@ import struct
 import sys
 import time
 
-from . import process, rendezvous, runner
+from . import forkserver, process, rendezvous, runner
 from .process import passed_fds
 
 MAX_IDLE_RUNNERS = max(2, os.cpu_count() or 2)  # a runner beyond these ends once its command ended
@@ -67,10 +70,13 @@ class Server:
         self.log_path = os.path.join(directory, "server.log")
         self.fingerprint = rendezvous.fingerprint()
         self.started = time.time()
-        self.served = {"run": 0, "zygote": 0, "refused": 0, "translator": 0, "runners": 0}
+        self.served = {"run": 0, "zygote": 0, "refused": 0, "tool": 0, "runners": 0}
         self.children = set()  # zygotes, and runners told to end, reaped when they have
         self.runners = []  # _Runner
-        self.pool = []  # prestarted mlir-translates (process._Prestarted) for the commands that translate
+        self.preload = None  # the fork servers' library (mlirgpu.forkserver), None where it cannot be built
+        self.forkservers = {}  # program (real path) -> its fork server, started at its first request
+        self.failures = {}  # program -> fork servers of it that stopped answering (after three, none is started)
+        self.pool = []  # without fork servers: prestarted mlir-translates (process._Prestarted)
         self.spares = []  # prestarted tools handed to commands, reaped once they end
         self.listener = None
         self.inode = None
@@ -103,17 +109,63 @@ class Server:
         from . import api, batch, cli, distributed, planning, scan  # noqa: F401 - requests fork with them
 
         cli._parser()
+        self._start_forkservers()
         self._prestart()
-        self.offered = sorted({ready.argv for ready in self.pool})  # what may be asked for (take_from_server)
+        # The programs commands may ask to run (take_from_server).
+        self.offered = sorted(self.loadable) if self.preload else sorted({ready.argv[0] for ready in self.pool})
         gc.freeze()  # the collections of forked commands then leave these objects' pages shared with the server
+
+    def _start_forkservers(self):
+        """Find the tools a fork server can keep loaded (dynamically linked programs: not a wrapper script),
+        build the fork servers' library and start mlir-translate's, which nearly every compile runs. Where the
+        library cannot be built (no C compiler), prestarted mlir-translates serve instead."""
+        from . import toolchain
+        from .errors import CompileError
+
+        self.loadable = set()
+        for tool in ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld"):
+            try:
+                program = os.path.realpath(toolchain.llvm_tool(tool))
+            except CompileError:
+                continue
+            if forkserver.is_dynamic_program(program):
+                self.loadable.add(program)
+        if not self.loadable:
+            return
+        self.preload, reason = forkserver.library(self.directory)
+        if self.preload is None:
+            print(f"mlirgpu server: tools start per run: {reason}", file=sys.stderr, flush=True)
+            return
+        with contextlib.suppress(CompileError):
+            self._forkserver(os.path.realpath(toolchain.llvm_tool("mlir-translate")))
+
+    def _forkserver(self, program):
+        """The fork server of `program`, started now if it was not (None until it is, or if it cannot be)."""
+        if program in self.forkservers:
+            return self.forkservers[program]
+        if program in self.loadable and self.failures.get(program, 0) < 3:
+            try:
+                self.forkservers[program] = forkserver.ForkServer(program, self.preload)
+            except OSError as exc:
+                print(f"mlirgpu server: cannot start a fork server of {program}: {exc}", file=sys.stderr, flush=True)
+                self.loadable.discard(program)
+        return None
+
+    def _drop_forkserver(self, program):
+        """A fork server that stopped answering: closed, reaped once it ends; the next request starts another."""
+        dropped = self.forkservers.pop(program)
+        dropped.close()
+        self.children.add(dropped.pid)
+        self.failures[program] = self.failures.get(program, 0) + 1
+        print(f"mlirgpu server: the fork server of {program} stopped answering", file=sys.stderr, flush=True)
 
     def _prestart(self):
         """mlir-translates of this server's environment, loaded and waiting for the next commands' input (two:
-        a build runs commands two at a time or more)."""
+        a build runs commands two at a time or more), where fork servers cannot serve."""
         from . import mlirtools
         from .errors import CompileError
 
-        while len(self.pool) < 2:
+        while self.preload is None and len(self.pool) < 2:
             try:
                 self.pool.append(process.prestart(mlirtools.translate_argv()))
             except (CompileError, OSError):
@@ -176,6 +228,8 @@ class Server:
     def _close(self):
         for ready in self.pool:
             ready.close()
+        for server in self.forkservers.values():
+            server.close()  # it ends when its runs in flight have
         for item in list(self.runners):  # a runner's command in flight goes on, and answers its client
             self._end_runner(item, kill=False)
         if self._still_ours():
@@ -219,13 +273,14 @@ class Server:
             if kind == "status":
                 _reply(connection, {"kind": "status", "pid": os.getpid(), "fingerprint": self.fingerprint,
                                     "started": self.started, "served": self.served, "log": self.log_path,
-                                    "warm": [module for _variable, module in WARM_IMPORTS if module in sys.modules]})
+                                    "warm": [module for _variable, module in WARM_IMPORTS if module in sys.modules],
+                                    "tools": sorted(os.path.basename(program) for program in self.forkservers)})
                 return None
             if kind == "stop":
                 _reply(connection, {"kind": "stopped", "pid": os.getpid()})
                 return "stop"
-            if kind == "translator":
-                self._hand_over(connection, request.get("argv"))
+            if kind == "tool":
+                self._hand_over(connection, request)
                 return None
             if kind not in ("run", "zygote"):
                 _reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
@@ -350,6 +405,8 @@ class Server:
         self.listener.close()
         for ready in self.pool:
             ready.close()
+        for server in self.forkservers.values():
+            server.close()
         for item in self.runners:
             if item.channel is not keep:
                 item.channel.close()
@@ -367,22 +424,42 @@ class Server:
                     continue
                 gc.freeze()
 
-    def _hand_over(self, connection, argv):
-        """Give the requesting command a prestarted tool of command line `argv` (its pipes), and start the
-        next; `none` when there is none (the command starts the tool itself)."""
-        wanted = process.same_tool(argv) if isinstance(argv, list) and argv and isinstance(argv[0], str) else None
-        ready = next((item for item in self.pool if process.same_tool(item.argv) == wanted and item.poll() is None),
-                     None)
-        if ready is None:
+    def _hand_over(self, connection, request):
+        """Give the requesting command a run of the tool it names (its pipes and pid), forked by the tool's
+        fork server or, without those, a prestarted mlir-translate of the same command line; `none` when
+        there is none (the command starts the tool itself)."""
+        argv, folder, environment = request.get("argv"), request.get("cwd"), request.get("env")
+        if not (isinstance(argv, list) and argv and all(isinstance(word, str) for word in argv)
+                and isinstance(folder, str) and isinstance(environment, dict)
+                and all(isinstance(value, str) for value in environment.values())):
             _reply(connection, {"kind": "none"})
             return
-        self.pool.remove(ready)
-        with contextlib.suppress(OSError):
-            connection.sendmsg([json.dumps({"kind": "translator", "pid": ready.pid}).encode()],
-                               [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("4i", *ready.handed()))])
-        ready.close()  # the command's now (or, if the command went away, nobody's: it ends on EOF)
-        self.served["translator"] += 1
-        self.spares.append(ready)
+        program = os.path.realpath(argv[0])
+        if self.preload is not None:
+            server = self._forkserver(program)
+            run = server.run(argv, folder, environment) if server else None
+            if server and run is None and not server.ready:
+                self._drop_forkserver(program)
+        else:
+            ready = next((item for item in self.pool
+                          if process.same_tool(item.argv) == process.same_tool(argv) and item.poll() is None), None)
+            run = (ready.pid, ready.handed()) if ready else None
+            if ready:
+                self.pool.remove(ready)
+                self.spares.append(ready)
+        if run is None:
+            _reply(connection, {"kind": "none"})
+            return
+        pid, fds = run
+        try:
+            connection.sendmsg([json.dumps({"kind": "tool", "pid": pid}).encode()],
+                               [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("4i", *fds))])
+        except OSError:
+            pass  # the command went away: the run ends on EOF
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.served["tool"] += 1
         self._prestart()
 
 
@@ -443,7 +520,7 @@ def _answers(path):
 
 def _zygote(connection, entry_points, log_path, offer):
     """Serve `connection` as a zygote of mlirgpu.workers for a build tool, until it closes it. The workers it
-    forks take the server's prestarted mlir-translates (`offer`: the server's socket and their command lines)."""
+    forks take runs of the server's loaded tools (`offer`: the server's socket and those programs)."""
     from .workers import serve_zygote
 
     process.supply_from_server(offer)

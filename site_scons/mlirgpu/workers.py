@@ -326,9 +326,6 @@ def _fork_here(log_path):
             die_with_parent(parent)
             os.close(from_us)
             os.close(to_us)
-            from .process import release_prestarted
-
-            release_prestarted()  # a tool prestarted for this process's command is not the worker's
             _serve_forked([to_worker, from_worker], log_path, _entry_points())
         finally:
             os._exit(1)  # never return into the caller's code
@@ -405,23 +402,21 @@ def fork_here():
 
 def use_server(enabled):
     """Take workers from the running compile server of this installation, when there is one (a build tool: its
-    builds then start no Python or LLVM of their own); else start them as `forking` says. Its prestarted
-    mlir-translates serve this process's own translations (a build's batches) too."""
+    builds then start no Python or LLVM of their own); else start them as `forking` says. Its loaded MLIR tools
+    serve this process's own runs of them (a build's batches of translations, lowerings) too."""
     global _server
     _server = enabled
-    from . import mlirtools, process, rendezvous
+    from . import process, rendezvous, toolchain
 
     if enabled and rendezvous.wanted():
-        try:
-            argv = mlirtools.translate_argv()
-        except CompileError:
-            return
-        process.supply(argv, lambda: _translator_from_server(argv))
+        for tool in ("mlir-translate", "mlir-opt"):
+            with contextlib.suppress(CompileError):
+                process.supply(toolchain.llvm_tool(tool), _run_from_server)
 
 
-def _translator_from_server(argv):
-    """A prestarted `argv` from the running compile server, or None (the server's folder is looked up only when
-    a translation runs)."""
+def _run_from_server(argv):
+    """A started run of `argv` from the running compile server, or None (the server's folder is looked up only
+    when a translation runs)."""
     from . import process, rendezvous
 
     try:
