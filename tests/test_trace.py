@@ -34,7 +34,9 @@ def test_cli_trace_has_every_stage_of_every_job(tmp_path):
     source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
     for run in (1, 2):  # cold, then every stage from the stage cache
         result = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", "k.o", "--trace", "t.json"],
-                                cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SITE})
+                                cwd=tmp_path, capture_output=True, text=True,
+                                # a cache of its own: the first run must miss whatever other tests compiled
+                                env={**os.environ, "PYTHONPATH": SITE, "MLIRGPU_CACHE_DIR": str(tmp_path / "cache")})
         assert result.returncode == 0, result.stderr
         events = _check_format(json.loads((tmp_path / "t.json").read_text()))
         compiles = [event for event in events if event["cat"] == "compile"]

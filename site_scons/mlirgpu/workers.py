@@ -104,8 +104,8 @@ class LLVMWorker:
         with contextlib.suppress(OSError):
             self.process.stdin.close()  # a worker still running (the pipe failed on our side) ends on EOF
         code = _end(self.process)
-        if isinstance(code, str):  # a forked worker whose status could not be known
-            reason = code
+        if code is None or isinstance(code, str):  # a forked worker whose status could not be known
+            reason = code or "exit status unknown"
         else:
             reason = f"signal {-code}" if code < 0 else f"exit code {code}"
         tail = ""
@@ -138,12 +138,17 @@ class LLVMWorker:
 
 
 def _end(process):
-    """Wait for a process told to end (its input closed), killing it after 10 s; its exit status."""
+    """Wait for a process told to end (its input closed), killing it after 10 s; its exit status, or None when
+    no one can tell any more (a forked worker whose zygote is gone: in a container whose first process reaps
+    no orphans, a killed one stays a zombie). Never raises: it runs at exit, after the build's own messages."""
     try:
         return process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
-        return process.wait()
+        try:
+            return process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
 
 
 def _new_log():
