@@ -101,6 +101,15 @@ def test_a_request_too_large_is_left_to_the_caller_and_the_server_stays(tmp_path
     assert b"stdin=\n" in _forked(server, [probe], str(tmp_path), {})[1]
 
 
+def test_a_run_that_would_load_differently_is_left_to_the_caller(tmp_path, probe_server):
+    """LD_LIBRARY_PATH, LD_PRELOAD or glibc's tunables in a run's environment (and not in the fork server's)
+    would change what a fresh process loads: such a run is not forked."""
+    server, probe = probe_server
+    for variable in ("LD_LIBRARY_PATH", "LD_PRELOAD", "GLIBC_TUNABLES"):
+        assert server.run([probe], str(tmp_path), {variable: str(tmp_path)}) is None
+    assert _forked(server, [probe], str(tmp_path), {"PATH": "/bin"})[0] == 0  # and the server serves on
+
+
 def test_a_killed_fork_server_is_closed(tmp_path, probe_server):
     server, probe = probe_server
     assert _forked(server, [probe], str(tmp_path), {})[0] == 0

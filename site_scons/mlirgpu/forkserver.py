@@ -21,6 +21,12 @@ import subprocess
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.c")
 MAX_REQUEST = 1 << 20  # forkserver.c's MAX_REQUEST
+
+
+def loader_environment(environment):
+    """The variables that change how a program is loaded (the dynamic loader's LD_*, glibc's tunables): a run
+    whose environment differs in them from the fork server's would have loaded differently, so it is not forked."""
+    return {name: value for name, value in environment.items() if name.startswith("LD_") or name == "GLIBC_TUNABLES"}
 READY_SECONDS = 30  # loading libMLIR takes tens of ms; a machine swapping hard, far longer
 
 
@@ -76,6 +82,7 @@ class ForkServer:
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         ours.setblocking(True)
         ours.settimeout(READY_SECONDS)
+        self.loader = loader_environment(os.environ)
         environment = dict(os.environ, LD_PRELOAD=preload, MLIRGPU_FORKSERVER_FD=str(theirs.fileno()))
         os.set_inheritable(theirs.fileno(), True)
         try:
@@ -92,8 +99,11 @@ class ForkServer:
     def run(self, argv, folder, environment):
         """Fork a run of `argv` (argv[0] names this program, as the caller spells it) in `folder` with
         `environment`: its pid and this side's ends of its stdin, stdout, stderr and status pipes (as
-        mlirgpu.process._Prestarted holds them). None if the request is too large to send (the caller runs the
-        tool itself), or the fork server is gone or refused (it is then closed)."""
+        mlirgpu.process._Prestarted holds them). None if the run would not be the same as a fresh one (another
+        loader environment) or the request is too large to send (the caller then runs the tool itself), or if
+        the fork server is gone or refused (it is then closed)."""
+        if loader_environment(environment) != self.loader:
+            return None
         words = [folder, str(len(argv)), *argv, *(f"{name}={value}" for name, value in environment.items())]
         encoded = [os.fsencode(word) for word in words]
         if any(b"\0" in word for word in encoded) or any(b"=" in os.fsencode(name) for name in environment):
