@@ -126,6 +126,22 @@ def test_served_compiles_use_the_remote_cache_and_the_server_keeps_its_client_lo
                        capture_output=True, timeout=60)
 
 
+def test_a_process_keeps_one_connection_per_server_across_compiles(tmp_path, redis_server):
+    """A runner of the compile server and its worker serve compile after compile: they keep their client (one
+    connection, no handshake per compile), and drop it after a fault."""
+    from mlirgpu import remotecache
+
+    connections = lambda: redis_server.client.info("stats")["total_connections_received"]  # noqa: E731
+    before = connections()
+    for compile_ in range(3):  # each compile makes its own tier, as the stage cache does
+        tier = remotecache.RemoteTier(redis_server.url(), str(tmp_path / "breaker"))
+        tier.put(f"key{compile_}", b"payload")
+        assert tier.get(f"key{compile_}") == b"payload"
+    assert connections() - before == 1
+    tier._trip(ConnectionError("lost"))
+    assert remotecache.take_warnings() and not any(key[0] == tier.url for key in remotecache._clients)
+
+
 def test_a_second_machine_gets_every_stage_from_the_first(tmp_path, redis_server):
     source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
     reference, _stages, expected = compile_in(tmp_path / "off", source, tmp_path / "c0", MLIRGPU_CACHE="off")

@@ -33,6 +33,10 @@ _PREFIX = "mlirgpu:stage:"
 
 
 _pending = []  # warnings of this process's faults, until a compile's result takes them (take_warnings)
+# Clients by (URL, password, timeout), kept for the process's next compiles: a compile server's runner and its
+# worker serve many, and a new client pays a connection, its handshake and the client library's version lookup
+# (redis-py reads its package metadata for every connection it makes). The client library reconnects after a fork.
+_clients = {}
 
 
 def take_warnings():
@@ -81,6 +85,7 @@ class RemoteTier:
     def _trip(self, exc):
         store.write_json(self.breaker_path, {"where": self.where, "until": time.time() + BREAKER_SECONDS})
         self.client = None
+        _clients.pop((self.url, self.password, self.timeout), None)  # its connections may be broken
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         _pending.append(CompileWarning(
             f"the remote cache {self.where} failed ({reason}); building with the local cache only, and not "
@@ -88,12 +93,15 @@ class RemoteTier:
 
     def _connection(self):
         if self.client is None:
-            try:
-                import redis
-            except ImportError:
-                raise ConnectionError("the redis client is not installed: pip install redis") from None
-            self.client = redis.Redis.from_url(self.url, password=self.password, socket_timeout=self.timeout,
-                                               socket_connect_timeout=self.timeout, retry_on_timeout=False)
+            key = (self.url, self.password, self.timeout)
+            if key not in _clients:
+                try:
+                    import redis
+                except ImportError:
+                    raise ConnectionError("the redis client is not installed: pip install redis") from None
+                _clients[key] = redis.Redis.from_url(self.url, password=self.password, socket_timeout=self.timeout,
+                                                     socket_connect_timeout=self.timeout, retry_on_timeout=False)
+            self.client = _clients[key]
         return self.client
 
     def _ask(self, request):
