@@ -110,6 +110,20 @@ def test_a_run_that_would_load_differently_is_left_to_the_caller(tmp_path, probe
     assert _forked(server, [probe], str(tmp_path), {"PATH": "/bin"})[0] == 0  # and the server serves on
 
 
+def test_exit_statuses_arrive_when_the_starting_process_ignores_sigchld(tmp_path, built):
+    """An ignored SIGCHLD is inherited across exec and would make the kernel reap the runs unreported."""
+    preload, probe = built
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        server = forkserver.ForkServer(probe, preload)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    try:
+        assert _forked(server, [probe, "exit:3"], str(tmp_path), {})[0] == 3
+    finally:
+        server.close()
+
+
 def test_a_killed_fork_server_is_closed(tmp_path, probe_server):
     server, probe = probe_server
     assert _forked(server, [probe], str(tmp_path), {})[0] == 0

@@ -151,6 +151,7 @@ static int serve(int control) {
     sigset_t blocked;
     sigemptyset(&blocked);
     sigaddset(&blocked, SIGCHLD);
+    signal(SIGCHLD, SIG_DFL); /* an ignored SIGCHLD (inherited) would reap the children before we could */
     sigprocmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
     int signals = signalfd(-1, &blocked, SFD_CLOEXEC);

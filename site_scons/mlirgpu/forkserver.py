@@ -89,7 +89,7 @@ class ForkServer:
             # Its own session: it outlives a kill of the compile server's process group long enough to report
             # the runs it started (it ends when this socket closes and its last run has ended).
             self.pid = os.posix_spawn(program, [program], environment, setsid=True,
-                                      setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                                      setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD),
                                       file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)])
         finally:
             theirs.close()
