@@ -3,6 +3,7 @@ compiles, distinct processes, and every way a worker can end reported as the spa
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -50,6 +51,33 @@ def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
 def _parent(pid):
     with open(f"/proc/{pid}/stat") as handle:
         return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_workers_started_by_a_thread_that_ended_live_on(forking):
+    """A worker (and a zygote) dies with its parent, and Linux takes the parent to be the thread that started it:
+    one started by a short-lived thread (a build's job thread, an API caller's) must not die when that thread
+    ends, in the middle of another thread's compile or before this process's own shutdown waits for it."""
+    started = {}
+
+    def compile_in_a_thread():
+        with workers.lease() as worker:
+            worker.call("compile_file", SOURCE, OPTIONS)
+            started["worker"] = worker
+
+    thread = threading.Thread(target=compile_in_a_thread)
+    thread.start()
+    thread.join()
+    worker = started["worker"]
+    zygote = workers.current_zygote()
+    deadline = time.monotonic() + 1  # a kill on the thread's end would have landed by then
+    while time.monotonic() < deadline and worker.alive and (zygote is None or zygote.process.poll() is None):
+        time.sleep(0.05)
+    assert worker.alive and (zygote is None or zygote.process.poll() is None)
+    with workers.lease() as again:
+        assert again is worker  # the idle one, still serving
+        assert again.call("compile_file", SOURCE, OPTIONS).object_bytes
+    workers.shutdown()
+    assert worker.process.returncode == 0
 
 
 def test_killed_worker_reports_its_signal(forking):

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import os
 import pickle
+import queue
 import shutil
 import signal
 import struct
@@ -161,6 +162,40 @@ def _python_argv(*args):
     return [sys.executable, "-S", "-m", "mlirgpu.workers", *args, str(LLVM_MAJOR), str(os.getpid())]
 
 
+def _spawn(argv, **popen):
+    """`subprocess.Popen(argv, **popen)` from this process's main thread or, called from any other, from one
+    thread that lasts as long as the process. A worker or zygote dies with its parent (die_with_parent), and
+    Linux takes the parent to be the *thread* that started it: one started by a thread that then ends (a build
+    tool's job thread when its build ends, an API caller's short-lived thread) would be killed with it, in the
+    middle of another thread's compile or before this process's shutdown could end it in order."""
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(argv, **popen)
+    with _spawner_lock:
+        if not _spawn_requests:
+            _spawn_requests.append(queue.SimpleQueue())
+            threading.Thread(target=_spawner, args=(_spawn_requests[0],), name="mlirgpu-spawner", daemon=True).start()
+    answer = queue.SimpleQueue()
+    _spawn_requests[0].put((argv, popen, answer))
+    started, value = answer.get()
+    if not started:
+        raise value
+    return value
+
+
+def _spawner(requests):
+    while True:
+        argv, popen, answer = requests.get()
+        try:
+            answer.put((True, subprocess.Popen(argv, **popen)))
+        except BaseException as exc:  # noqa: BLE001 - the caller's to raise, in its own thread
+            answer.put((False, exc))
+
+
+_spawner_lock = threading.Lock()
+_spawn_requests = []  # the spawner thread's queue, once it runs
+os.register_at_fork(after_in_child=_spawn_requests.clear)  # a fork has no spawner thread: it starts its own
+
+
 def die_with_parent(parent_pid):
     """Have the kernel kill this process when its parent dies (Linux `PR_SET_PDEATHSIG`), so no worker of a
     killed build (`kill -9` of the build alone, not its group) writes into the tree after a new build has begun.
@@ -203,7 +238,7 @@ class _Zygote:
     def spawn(cls):
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         log_path = _new_log()
-        process = subprocess.Popen(
+        process = _spawn(
             _python_argv("--zygote", str(theirs.fileno()), log_path), pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_python_env(),
         )
