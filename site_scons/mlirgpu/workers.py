@@ -66,7 +66,7 @@ class LLVMWorker:
         if zygote == "here":
             self.process = _fork_here(self.log_path)
         elif zygote is None:
-            self.process = subprocess.Popen(
+            self.process = _spawn(
                 _python_argv(self.log_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, env=_python_env(),
             )
