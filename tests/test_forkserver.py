@@ -132,6 +132,20 @@ def test_a_killed_fork_server_is_closed(tmp_path, probe_server):
     assert not server.ready and _ends(server)
 
 
+def test_a_stuck_fork_server_costs_the_caller_a_bounded_wait(tmp_path, probe_server, monkeypatch):
+    server, probe = probe_server
+    monkeypatch.setattr(forkserver, "ANSWER_SECONDS", 0.5)
+    assert _forked(server, [probe], str(tmp_path), {})[0] == 0
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        assert server.run([probe], str(tmp_path), {}) is None
+        assert time.monotonic() - started < 5 and not server.ready
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert _ends(server)  # closed: it ends once it runs again
+
+
 def test_a_closed_fork_server_reports_its_runs_in_flight_then_ends(tmp_path, probe_server):
     server, probe = probe_server
     pid, fds = server.run([probe, "exit:5"], str(tmp_path), {})

@@ -28,6 +28,7 @@ def loader_environment(environment):
     whose environment differs in them from the fork server's would have loaded differently, so it is not forked."""
     return {name: value for name, value in environment.items() if name.startswith("LD_") or name == "GLIBC_TUNABLES"}
 READY_SECONDS = 30  # loading libMLIR takes tens of ms; a machine swapping hard, far longer
+ANSWER_SECONDS = 5  # a fork takes a millisecond: a fork server this slow is stuck, and the compile server waits
 
 
 def library(directory):
@@ -119,6 +120,7 @@ class ForkServer:
                 self.ready = self.socket.recv(64) == b"ready"
                 if not self.ready:
                     raise OSError("the fork server did not start")
+                self.socket.settimeout(ANSWER_SECONDS)
             try:
                 self.socket.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("4i", *theirs))])
             except OSError as exc:
