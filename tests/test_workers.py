@@ -1,5 +1,6 @@
 """Worker processes, spawned on their own and forked from a zygote (what SCons uses with -j2 and more): same
 compiles, distinct processes, and every way a worker can end reported as the spawned one reports it."""
+import contextlib
 import os
 import signal
 import threading
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, instantiate
 from mlirgpu import CompileOptions, compile_file, workers
 from mlirgpu.errors import CompileError
 
@@ -78,6 +79,48 @@ def test_workers_started_by_a_thread_that_ended_live_on(forking):
         assert again.call("compile_file", SOURCE, OPTIONS).object_bytes
     workers.shutdown()
     assert worker.process.returncode == 0
+
+
+def test_a_worker_forks_the_llvm_tools_it_runs_from_fork_servers_of_its_own(forking, tmp_path, monkeypatch):
+    """Without a compile server a worker keeps llvm-mc and ld.lld (and MLIR's tools) loaded in fork servers of
+    its own from their first run; its objects are those of a worker that starts each tool per run (no C
+    compiler for the fork servers' library)."""
+    from mlirgpu import CompileOptions, compile_to_object
+
+    source = instantiate(os.path.join(ROOT, "tests", "corpus", "multi_kernel.rocdl.mlir"), tmp_path / "k.mlir",
+                         "gfx942", 3)
+    monkeypatch.setenv("MLIRGPU_CACHE", "off")  # every compile runs the tools
+    objects = {}
+    for case, environment in (("per run", {"CC": "false"}), ("forked", {})):
+        folder = tmp_path / case.replace(" ", "-")
+        folder.mkdir(mode=0o700)
+        monkeypatch.setenv("MLIRGPU_SERVER_DIR", str(folder))
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        workers.shutdown()
+        for run in range(2):
+            compile_to_object(source, str(folder / f"{run}.o"), CompileOptions(format="bin"))
+        objects[case] = {(folder / f"{run}.o").read_bytes() for run in range(2)}
+        with workers.lease() as worker:
+            loaded = sorted(_tool_children(worker.process.pid))
+        assert loaded == ([] if case == "per run" else ["lld", "llvm-mc", "mlir-translate"]), loaded
+        monkeypatch.delenv("CC", raising=False)
+    assert objects["forked"] == objects["per run"] and len(objects["forked"]) == 1
+
+
+def _tool_children(pid):
+    """The programs (by name) of the processes whose parent is `pid`."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _parent_or_none(entry) == pid:
+            with contextlib.suppress(OSError):
+                yield os.path.basename(os.readlink(f"/proc/{entry}/exe"))
+
+
+def _parent_or_none(pid):
+    try:
+        return _parent(pid)
+    except OSError:
+        return None
 
 
 def test_killed_worker_reports_its_signal(forking):

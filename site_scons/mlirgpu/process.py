@@ -175,6 +175,17 @@ def supply(program, supplier):
     _suppliers[os.path.realpath(program)] = supplier
 
 
+def supplied(program):
+    """Whether this process has a supplier of runs of `program` (see `supply`)."""
+    return os.path.realpath(program) in _suppliers
+
+
+def handed_run(argv, pid, fds):
+    """A run of `argv` another process started (its pid; our ends of its stdin, stdout, stderr and status
+    pipes), for a supplier to return."""
+    return _Prestarted.received(argv, pid, fds)
+
+
 def same_tool(argv):
     """A command line as prestarted tools are matched: the program by its real path (a build's search path may
     name `/bin/mlir-translate-22` where the server found `/usr/bin/mlir-translate-22`, the same file)."""
@@ -214,7 +225,7 @@ def take_from_server(path, argv):
         fds = passed_fds(ancillary)
         reply = rendezvous.decode(data) if data else {}
         if reply.get("kind") == "tool" and len(fds) == 4:
-            return _Prestarted.received(argv, int(reply["pid"]), fds)
+            return handed_run(argv, int(reply["pid"]), fds)
         for fd in fds:
             os.close(fd)
         return None

@@ -123,7 +123,7 @@ class Server:
         from .errors import CompileError
 
         self.loadable = set()
-        for tool in ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld"):
+        for tool in forkserver.TOOLS:
             try:
                 program = os.path.realpath(toolchain.llvm_tool(tool))
             except CompileError:

@@ -579,6 +579,7 @@ def _serve(protocol_in, protocol_out, entry_points):
     def report(what, where):
         _send(protocol_out, ("progress", (what, where)))
 
+    _fork_tools_here()
     while True:
         request = _receive(protocol_in)
         if request is None:
@@ -669,6 +670,53 @@ def serve_zygote(control, entry_points):
             os.write(go_write, b"!")
         for fd in fds + [go_read, go_write]:
             os.close(fd)
+
+
+def _fork_tools_here():
+    """Runs of MLIR's and LLVM's tools that no compile server supplies to this worker (a build without a server,
+    a compile in process) fork from fork servers of the worker's own (mlirgpu.forkserver), each started at its
+    tool's first run and ending with the worker: a ROCDL compile runs llvm-mc and ld.lld, and a new process of
+    either spends most of its CPU loading libLLVM."""
+    from . import forkserver, process, toolchain
+
+    for tool in forkserver.TOOLS:
+        try:
+            program = os.path.realpath(toolchain.llvm_tool(tool))
+        except CompileError:
+            continue
+        if not process.supplied(program) and forkserver.is_dynamic_program(program):
+            process.supply(program, _OwnForkServer(program).run)
+
+
+class _OwnForkServer:
+    """A worker's fork server of one tool, started at the tool's first run; after a failure (no C compiler for
+    its library, a fork server that stopped answering) the worker starts that tool per run."""
+
+    def __init__(self, program):
+        self.program = program
+        self.server = None
+        self.failed = False
+
+    def run(self, argv):
+        """A started run of `argv` (mlirgpu.process), or None: the caller starts the tool itself."""
+        from . import forkserver, process, rendezvous
+
+        if self.failed:
+            return None
+        if self.server is None:
+            try:
+                preload, _reason = forkserver.library(rendezvous.folder())
+                self.server = forkserver.ForkServer(self.program, preload) if preload else None
+            except (OSError, rendezvous.Unavailable):
+                self.server = None
+            if self.server is None:
+                self.failed = True
+                return None
+        started = self.server.run(argv, os.getcwd(), dict(os.environ))
+        if started is None:
+            self.failed = not self.server.ready
+            return None
+        return process.handed_run(argv, *started)
 
 
 def _serve_forked(fds, log_path, entry_points):
