@@ -675,8 +675,8 @@ def serve_zygote(control, entry_points):
 def _fork_tools_here():
     """Runs of MLIR's and LLVM's tools that no compile server supplies to this worker (a build without a server,
     a compile in process) fork from fork servers of the worker's own (mlirgpu.forkserver), each started at its
-    tool's first run and ending with the worker: a ROCDL compile runs llvm-mc and ld.lld, and a new process of
-    either spends most of its CPU loading libLLVM."""
+    tool's first run and ending with the worker: a compile that assembles and links its binary runs llvm-mc and
+    ld.lld, and a new process of either spends most of its CPU loading libLLVM."""
     from . import forkserver, process, toolchain
 
     for tool in forkserver.TOOLS:
