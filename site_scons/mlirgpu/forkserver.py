@@ -5,10 +5,11 @@ mlir-translate takes for a small module). Prestarting a process per run only mov
 path; on a busy machine every run still pays it. A fork server pays it once: each run is a fork of a process that
 has loaded everything and run nothing of main, so its output, messages and exit status are those of a fresh run.
 
-The compile server keeps one for mlir-translate (mlirgpu.service) and hands each translating command a fresh run's
-streams. The preloaded library is compiled from forkserver.c with the system's C compiler the first time, into
-the server's private folder. A tool that is not a dynamically linked ELF program (a wrapper script), a missing
-compiler or a fork server that does not answer leave the caller with prestarted processes (mlirgpu.process)."""
+The compile server keeps one per tool of TOOLS (mlirgpu.service) and hands whoever runs the tool a fresh run's
+streams; a worker that no server supplies keeps its own (mlirgpu.workers). The preloaded library is compiled
+from forkserver.c with the system's C compiler the first time, into the server's private folder. A tool that is
+not a dynamically linked ELF program (a wrapper script), a missing compiler or a fork server that does not
+answer leave the caller starting the tool itself (or, in the compile server, prestarting mlir-translate)."""
 import _socket
 import errno
 import hashlib
@@ -77,7 +78,8 @@ def is_dynamic_program(path):
 
 
 class ForkServer:
-    """The tool `program` loaded and waiting in a fork server (started by the caller, a compile server)."""
+    """The tool `program` loaded and waiting in a fork server (started by its owner: the compile server, or a
+    worker that no server supplies)."""
 
     def __init__(self, program, preload):
         self.program = program  # its real path
