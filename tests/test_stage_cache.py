@@ -200,9 +200,10 @@ def test_cache_command_and_switches(tmp_path, cache_dir):
     assert "entries    0" in run("cache", "stats").stdout
     assert run("compile", str(source), "-o", str(tmp_path / "k.o")).returncode == 0
     stats = run("cache", "stats").stdout
-    assert "entries    6" in stats and "misses     6" in stats, stats  # a translation and five stages
+    assert "entries    7" in stats and "misses     7" in stats, stats  # the compile, a translation, five stages
     assert run("compile", str(source), "-o", str(tmp_path / "k.o")).returncode == 0
-    assert "hits       6" in run("cache", "stats").stdout
+    # the compile entry, and the translation the command looks up while its worker starts
+    assert "hits       2" in run("cache", "stats").stdout
     assert run("cache", "clear").returncode == 0
     assert "entries    0" in run("cache", "stats").stdout
     bad = run("cache", "stats", MLIRGPU_CACHE_SIZE="lots")
@@ -226,3 +227,86 @@ def test_scons_gpu_cache_0_stores_nothing(tmp_path, cache_dir):
     build = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=project, env=env, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     assert [n for d, _s, names in os.walk(cache_dir) for n in names if len(n) == 64]
+
+
+def _stats(cache_dir):
+    return StageCache(str(cache_dir / "stages"), 1 << 30).stats()
+
+
+@pytest.mark.parametrize("corpus_file, chip", [("vec_scale.multi.nvvm.mlir", ""), ("host_pipeline.nvvm.mlir", "sm_80")])
+def test_an_unchanged_compile_is_one_entry_and_runs_nothing(tmp_path, cache_dir, monkeypatch, cuda_root, corpus_file,
+                                                           chip):
+    """The second compile of an unchanged file reads one entry (the compile entry), runs no stage and no tool
+    but the reading of host code, and writes what the first wrote (fat containers and host code included), as a compile without a cache does."""
+    source = instantiate(os.path.join(CORPUS, corpus_file), tmp_path / "k.mlir", chip, 3)
+    first, _ = compile_dumped(source, tmp_path / "cold", toolkit=cuda_root)
+    before = _stats(cache_dir)
+    second, origins = compile_dumped(source, tmp_path / "warm", toolkit=cuda_root)
+    after = _stats(cache_dir)
+    assert after["hits"] - before["hits"] == 1 and after["misses"] == before["misses"]
+    assert after["entries"] == before["entries"]
+    assert [name for name in second.tools if not name.startswith("mlir-opt")] == []  # mlir-opt reads host code
+    assert all(origin == {stage: "cached" for stage in STAGES} for origin in origins.values()), origins
+    monkeypatch.setenv("MLIRGPU_CACHE", "off")
+    off, _ = compile_dumped(source, tmp_path / "off", toolkit=cuda_root)
+    assert (second.object_bytes, second.header, tree(tmp_path / "warm")) == \
+        (off.object_bytes, off.header, tree(tmp_path / "off")) == (first.object_bytes, first.header, tree(tmp_path / "cold"))
+    assert [str(w) for w in second.warnings] == [str(w) for w in off.warnings]
+    assert second.dependencies == off.dependencies
+
+
+def _cli(cwd, *args, **env):
+    return subprocess.run([sys.executable, "-m", "mlirgpu", *args], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ, MLIRGPU_SERVER="off", **env))
+
+
+def test_a_compile_entry_serves_another_checkout_with_its_own_paths(tmp_path, cache_dir):
+    """An entry made in one checkout serves a compile elsewhere, whose record, repro.sh, header, depfile and
+    warnings name its own paths: every output equals that compile's own without a cache."""
+    text = many_modules(3).replace("  gpu.module @m2 [", "  gpu.module @empty [#rocdl.target<chip = \"gfx942\">] {\n"
+                                   "  }\n  gpu.module @m2 [")
+    for checkout in ("a", "b/deeper"):
+        (tmp_path / checkout / "src").mkdir(parents=True)
+        (tmp_path / checkout / "src" / "k.mlir").write_text(text)
+    first = _cli(tmp_path / "a", "compile", "src/k.mlir", "-o", "k.o", "--format", "bin",
+                 "--dump-intermediates", "D", "--header", "k.h", "--depfile", "k.d")
+    assert first.returncode == 0 and "has no kernels" in first.stderr, first.stderr
+    made = {}
+    folder = tmp_path / "b" / "deeper"
+    out = folder / "out"
+    for run, extra in (("off", {"MLIRGPU_CACHE": "off"}), ("hit", {})):  # the same outputs, written twice
+        before = _stats(cache_dir)
+        done = _cli(folder, "compile", "src/k.mlir", "-o", "out/k.o", "--format", "bin", "--dump-intermediates",
+                    "out/dumps", "--header", "out/include/k.h", "--depfile", "out/k.d", **extra)
+        assert done.returncode == 0, done.stderr
+        if run == "hit":
+            # the compile entry, and the translations the command looks up while its worker starts (4 modules)
+            assert _stats(cache_dir)["hits"] - before["hits"] == 1 + 4
+        record = json.loads((out / "dumps" / "mlirgpu.json").read_text())
+        for job in record["jobs"]:
+            job.pop("stages")
+        record.pop("sha256")
+        made[run] = ((out / "k.o").read_bytes(), (out / "include" / "k.h").read_text(), (out / "k.d").read_text(),
+                     done.stderr, record, tree(out / "dumps"))
+    assert made["hit"] == made["off"]
+    assert made["hit"][4]["source"] == "src/k.mlir" and made["hit"][4]["object"]["path"] == "../k.o"
+    assert "src/k.mlir:" in made["hit"][3]
+
+
+@pytest.mark.parametrize("change", ["section", "symbol_prefix", "name", "layout"])
+def test_compile_entries_see_what_only_the_host_object_shows(tmp_path, cache_dir, monkeypatch, cuda_root, change):
+    """Options and names that change only the host object (its section, symbols, layout, the file's name) are in
+    the compile entry's key: after a compile without them, the object equals a compile without a cache."""
+    first = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
+    compile_file(str(first), CompileOptions(toolkit=cuda_root, format="fatbin"))
+    options = dict(toolkit=cuda_root, format="fatbin")
+    source = first
+    if change == "name":
+        source = tmp_path / "other.mlir"
+        source.write_text(open(first).read())
+    else:
+        options[change] = {"section": ".gpu_bins", "symbol_prefix": "lib_", "layout": "vendor"}[change]
+    cached = compile_file(str(source), CompileOptions(**options))
+    monkeypatch.setenv("MLIRGPU_CACHE", "off")
+    off = compile_file(str(source), CompileOptions(**options))
+    assert cached.object_bytes == off.object_bytes and cached.header == off.header

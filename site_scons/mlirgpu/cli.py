@@ -192,12 +192,15 @@ def _compile(args):
         if result is not None:
             _report(args, result, result.warnings, result.cache_warnings)
             return 0
+    warm = workers.warm()
     workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
     from .api import compile_to_object
     from .batch import translate_many
 
     started = time.perf_counter()
-    translated = translate_many([args.input], at_least=1).get(args.input)  # failures: the worker reports them
+    # Translated here only while a worker starts (a warm one translates what it needs: nothing, when the stage
+    # cache holds the compile); failures: the worker reports them.
+    translated = None if warm else translate_many([args.input], at_least=1).get(args.input)
     translating = time.perf_counter() - started
     result = compile_to_object(args.input, args.output, options, translated)
     if translated:

@@ -9,7 +9,6 @@ listed that this compile does not write are removed at the end (another target o
 import hashlib
 import json
 import os
-import tempfile
 import time
 
 from .errors import CompileError
@@ -40,10 +39,12 @@ class DumpFolder:
         self.seconds = 0.0
         try:
             os.makedirs(self.folder, exist_ok=True)
-            tempfile.NamedTemporaryFile(dir=self.folder, prefix=".probe-").close()
+            reason = None if os.access(self.folder, os.W_OK | os.X_OK) else "not writable"  # read-only mounts too
         except OSError as exc:
-            raise CompileError(f"cannot write the dump folder '{self.folder}': {exc.strerror}", file=source,
-                               fix=f"choose a writable {hint('dump_dir')} folder") from exc
+            reason = exc.strerror
+        if reason:
+            raise CompileError(f"cannot write the dump folder '{self.folder}': {reason}", file=source,
+                               fix=f"choose a writable {hint('dump_dir')} folder")
         remove_stale_temps([os.path.join(self.folder, name) for name in planned])
         self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
         self.previous = _previous_dumps(self.record_path, project_path(source))

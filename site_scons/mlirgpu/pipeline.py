@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import embed, process, remotecache, repro, stagecache, stages, substitute, toolchain, trace
+from . import compileentry, embed, process, remotecache, repro, stagecache, stages, substitute, toolchain, trace
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -67,6 +67,7 @@ class Compile:
         self.substitutes = substitute.available(options.substitute)  # file name -> path
         self.substituted = {}  # job id -> {stage: the substitute's path}
         self.trace = []  # Chrome trace events of the stages (mlirgpu.trace)
+        self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
 
     def timed(self, name, started):
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
@@ -167,6 +168,7 @@ def run_job(compile_, job, llvm_ir):
             compile_.substituted.setdefault(job.id, {})[stage.suffix] = found[0]
         if cache:
             digest = hashlib.sha256(payload).hexdigest()
+            compile_.payloads.setdefault(job.id, {})[stage.suffix] = payload
         compile_.on_stage(job, stage.suffix, output)
         if stage.suffix == "isa":
             result.assembly = output
@@ -312,61 +314,31 @@ def _compile(source, options, output, pretranslated, report):
     check_output_roles(source, output, options, planned)
     timings["split"] = time.perf_counter() - started
     dumps = DumpFolder(options, source, planned) if options.dump_dir else None
-    started = time.perf_counter()
-    caller_tools = []  # tools run for this compile outside this process
-    try:
-        if pretranslated and loaded.modules[0].direct and pretranslated[0] == pieces_key(loaded.modules):
-            llvm_irs = pretranslated[1]  # translated by the caller (with other sources), from these very pieces
-            caller_tools = [toolchain.llvm_tool("mlir-translate")]
-        else:
-            llvm_irs = dict(zip((m.name for m in loaded.modules), translate_pieces([m.text for m in loaded.modules],
-                                                                                  source)))
-    except CompileError:
-        if not loaded.modules[0].direct:
-            raise
-        # Cut straight from the file: let mlir-opt parse it all and report the error at its exact place.
-        loaded = sources.load(source, options)
-        jobs = plan(loaded.modules, source, options)
-        llvm_irs = dict(zip((m.name for m in loaded.modules), translate_pieces([m.text for m in loaded.modules],
-                                                                              source)))
-    timings["translate"] = time.perf_counter() - started
-    warnings += _own_target_warnings(loaded.modules, options, source)
-    for module in loaded.modules:
-        if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1]):
-            warnings.append(CompileWarning(f"gpu.module @{module.name} has no kernels: its binary has no entry "
-                                           "points", file=source, line=module.line))
     scratch = tempfile.mkdtemp(prefix="mlirgpu-")
     try:
         compile_ = Compile(source, options, scratch, report,
                            dumps.stage_output if dumps else lambda job, stage, output: None)
         try:
-            outputs = {job.id: run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+            entry_key = compileentry.key(compile_, loaded, jobs, source) \
+                if compile_.cache and not compile_.substitutes else None
+            payload = compile_.cache.get(entry_key) if entry_key else None
+            entry = compileentry.unpack(payload, jobs, options.format) if payload is not None else None
+            if entry is not None:
+                started = time.perf_counter()
+                warnings += _own_target_warnings(loaded.modules, options, source)
+                warnings += _no_kernel_warnings(loaded.modules, entry.absent, source)
+                outputs, binaries, obj = _replay(compile_, loaded, jobs, entry, dumps)
+                caller_tools = []
+                timings["cached"] = time.perf_counter() - started
+            else:
+                loaded, jobs, outputs, binaries, obj, caller_tools = _run_middle(compile_, loaded, jobs, pretranslated,
+                                                                              dumps, warnings, timings, entry_key)
         finally:
             if compile_.cache:
                 compile_.cache.flush()
-        for job in jobs:
-            for stage, path in compile_.substituted.get(job.id, {}).items():
-                warnings.append(CompileWarning(f"module @{job.module.name} ({job.chip}): the {stage} stage's output "
-                                               f"is the substitute {path}", file=source, line=job.module.line))
-        binaries = _embeddings(compile_, loaded, jobs, outputs, dumps)
-        started = time.perf_counter()
-        source_name = os.path.basename(source)
-        if loaded.has_host_code:
-            host = translate_host(loaded, jobs, outputs, options)
-            if dumps:
-                dumps.write(HOST_DUMP, host)
-            ir = embed.host_ir_with_glue(host, binaries, source_name)
-        else:
-            ir = embed.host_ir(binaries, options.layout, options.section, source_name)
-        report(f"{source}: host object", (source, None))
-        from .llvm_ops import object_from_ir
-
-        obj = object_from_ir(ir)
-        timings.update(compile_.timings)
-        timings["embed"] = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    header = embed.header(binaries, options.layout, options.section, source_name,
+    header = embed.header(binaries, options.layout, options.section, os.path.basename(source),
                           embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if dumps:
         commands = {job.id: repro.commands(job, options) for job in jobs}
@@ -382,6 +354,103 @@ def _compile(source, options, output, pretranslated, report):
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=remotecache.take_warnings(), trace=events)
+
+
+def _translate(source, loaded, jobs, options, pretranslated):
+    """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, tools run by the caller, whether the modules
+    are those given). A module cut straight from the file that does not translate is read again through mlir-opt,
+    which reports the error at its exact place (or gives the modules that translate)."""
+    try:
+        if pretranslated and loaded.modules[0].direct and pretranslated[0] == pieces_key(loaded.modules):
+            # translated by the caller (with other sources), from these very pieces
+            return loaded, jobs, pretranslated[1], [toolchain.llvm_tool("mlir-translate")], True
+        return loaded, jobs, _translate_modules(loaded, source), [], True
+    except CompileError:
+        if not loaded.modules[0].direct:
+            raise
+    loaded = sources.load(source, options)
+    jobs = plan(loaded.modules, source, options)
+    return loaded, jobs, _translate_modules(loaded, source), [], False
+
+
+def _translate_modules(loaded, source):
+    return dict(zip((m.name for m in loaded.modules), translate_pieces([m.text for m in loaded.modules], source)))
+
+
+def _no_kernel_warnings(modules, absent, source):
+    return [CompileWarning(f"gpu.module @{module.name} has no kernels: its binary has no entry points", file=source,
+                           line=module.line) for module in modules if module.name in absent]
+
+
+def _run_middle(compile_, loaded, jobs, pretranslated, dumps, warnings, timings, entry_key):
+    """Translate, run every job's stages, embed the binaries and emit the host object (dumps as they come);
+    stored as a compile entry under `entry_key` when there is one. (loaded, jobs, outputs, binaries, object
+    bytes, tools the caller ran)."""
+    source, options = compile_.source, compile_.options
+    started = time.perf_counter()
+    loaded, jobs, llvm_irs, caller_tools, same = _translate(source, loaded, jobs, options, pretranslated)
+    timings["translate"] = time.perf_counter() - started
+    warnings += _own_target_warnings(loaded.modules, options, source)
+    absent = [module.name for module in loaded.modules
+              if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
+    warnings += _no_kernel_warnings(loaded.modules, absent, source)
+    outputs = {job.id: run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+    for job in jobs:
+        for stage, path in compile_.substituted.get(job.id, {}).items():
+            warnings.append(CompileWarning(f"module @{job.module.name} ({job.chip}): the {stage} stage's output "
+                                           f"is the substitute {path}", file=source, line=job.module.line))
+    binaries = _embeddings(compile_, loaded, jobs, outputs, dumps)
+    started = time.perf_counter()
+    host = translate_host(loaded, jobs, outputs, options) if loaded.has_host_code else None
+    if dumps and host is not None:
+        dumps.write(HOST_DUMP, host)
+    obj = _host_object(compile_, loaded, binaries, host)
+    compile_.timed("embed", started)
+    timings.update(compile_.timings)
+    if entry_key and same:
+        compile_.cache.put(entry_key, compileentry.pack(jobs, compile_.payloads, binaries, absent, obj, host))
+    return loaded, jobs, outputs, binaries, obj, caller_tools
+
+
+def _host_object(compile_, loaded, binaries, host):
+    """The host object: the binaries, with MLIR's launch glue when the file has host code."""
+    from .llvm_ops import object_from_ir
+
+    options, source_name = compile_.options, os.path.basename(compile_.source)
+    compile_.report(f"{compile_.source}: host object", (compile_.source, None))
+    if host is not None:
+        return object_from_ir(embed.host_ir_with_glue(host, binaries, source_name))
+    return object_from_ir(embed.host_ir(binaries, options.layout, options.section, source_name))
+
+
+def _replay(compile_, loaded, jobs, entry, dumps):
+    """A compile entry's outputs, as the middle would give them: the stages' outputs (dumped as they come, each
+    recorded as cached), the container and host dumps, the binaries and the object."""
+    outputs = {}
+    for job, payloads in zip(jobs, entry.payloads):
+        result = outputs[job.id] = JobOutput(None, {})
+        origin = compile_.origins.setdefault(job.id, {})
+        for stage in stages.for_format(compile_.options.format):
+            wall, begun = time.time(), time.perf_counter()
+            output = stage.restore(payloads[stage.suffix])
+            origin[stage.suffix] = "cached"
+            compile_.on_stage(job, stage.suffix, output)
+            if stage.suffix == "isa":
+                result.assembly = output
+            elif stage.suffix == stages.BINARY:
+                result.binaries = output
+            compile_.trace.append(trace.stage_event(job, stage.suffix, "cached", wall, begun,
+                                                    output if stage.suffix == stages.BINARY else payloads[stage.suffix]))
+    if dumps:
+        for module in loaded.modules:
+            container = fat_container([job.attr for job in jobs if job.module is module], compile_.options,
+                                      loaded.has_host_code)
+            if container:
+                item = next(item for item in entry.embedded if item.module == module.name)
+                dumps.write(f"{file_stem(module.name)}.{container}", item.data)
+        if entry.host is not None:
+            dumps.write(HOST_DUMP, entry.host)
+    return outputs, entry.embedded, entry.object_bytes
 
 
 def _dependencies(compile_, jobs, caller_tools):

@@ -99,8 +99,10 @@ class StageCache:
         return payload
 
     def put(self, entry_key, payload):
-        """Store `payload` here and in the remote tier (a full disk or unwritable folder only costs the entry)."""
-        self._store_here(self._path(entry_key), payload)
+        """Store `payload` here and in the remote tier (a full disk or unwritable folder only costs the entry).
+        An entry over a tenth of the size limit is not kept here: it would push out many others, soon itself."""
+        if len(payload) <= self.limit // 10:
+            self._store_here(self._path(entry_key), payload)
         if self.remote is not None:
             self.remote.put(entry_key, payload)
 

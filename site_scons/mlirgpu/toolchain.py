@@ -99,11 +99,11 @@ def _major_of(tool):
 
 
 def _stat_key(path):
-    """What identifies a file's bytes without reading them: inode and change time included (a replaced or
-    rewritten file gets a new one, whatever its modification time says)."""
-    real = os.path.realpath(path)
-    info = os.stat(real)
-    return f"{real}|{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{info.st_ctime_ns}"
+    """What identifies a file's bytes without reading them: the file `path` leads to (device and inode, so every
+    link to one file shares its facts, without resolving each folder of the path) and its size, modification and
+    change times (a replaced or rewritten file gets a new one, whatever its modification time says)."""
+    info = os.stat(path)
+    return f"{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{info.st_ctime_ns}"
 
 
 def _tool_cache():

@@ -493,6 +493,13 @@ def prestart(count):
         _idle.extend(_start() for _ in range(count - alive))
 
 
+def warm():
+    """Whether a started worker waits for a compile (a compile server's runner keeps one): then nothing starts
+    while the caller works, and work done ahead of the compile overlaps nothing."""
+    with _lock:
+        return any(worker.alive for worker in _idle)
+
+
 @contextlib.contextmanager
 def lease():
     """A worker for one compile, taken from the idle pool or started; returned when the compile ends."""
