@@ -55,3 +55,45 @@ def test_rocm_library_missing_names_the_package(tmp_path):
         compile_file(source, CompileOptions(format="isa", toolkit=str(tmp_path / "empty-rocm")))
     text = str(error.value)
     assert "ocml.bc not found" in text and "rocm-device-libs" in text and text.startswith(f"{source}:")
+
+
+def test_a_fact_asked_by_threads_at_once_is_computed_once(tmp_path, monkeypatch):
+    """Facts about tools (a hash, a `--version`) asked by several threads at once, as the SCons tool's identities
+    are: computed by one thread while the others wait for it, then read from memory and from the facts file."""
+    import threading
+    import time
+
+    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "cache"))
+    probe = tmp_path / "tool"
+    probe.write_bytes(b"tool bytes")
+    calls = []
+
+    def compute():
+        calls.append(threading.get_ident())
+        time.sleep(0.2)
+        return f"fact {len(calls)}"
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(toolchain.file_fact(str(probe), "probe", compute)))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results == ["fact 1"] * 4 and len(calls) == 1
+    assert "fact 1" in (tmp_path / "cache" / "tools.json").read_bytes().decode("utf-8", "replace")
+
+
+def test_identities_side_by_side_equal_one_by_one(tmp_path, monkeypatch):
+    """identities() (threads, the first time) gives each tool's identity() and llvmlite's, computed anew in a
+    fresh cache folder and then known without computing."""
+    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "cache"))
+    tools = [toolchain.llvm_tool("mlir-opt"), toolchain.llvm_tool("mlir-translate")]
+    toolchain._tool_memory.clear()
+    assert not toolchain.identities_known(tools, llvmlite=True)
+    together = toolchain.identities(tools, llvmlite=True)
+    assert toolchain.identities_known(tools, llvmlite=True)
+    toolchain._tool_memory.clear()
+    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "other"))
+    assert together == {**{tool: toolchain.identity(tool) for tool in tools}, "llvmlite": toolchain.llvmlite_identity()}
+    assert all("[" in identity and "missing" not in identity for identity in together.values())

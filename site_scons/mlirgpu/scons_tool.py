@@ -28,6 +28,7 @@ import json
 import os
 import shlex
 import sys
+import threading
 
 import SCons.Action
 import SCons.Builder
@@ -653,10 +654,13 @@ _HELP_ADDED = []
 def generate(env):
     errors.set_style("scons")
     try:
-        toolchain.llvm_tool("mlir-opt", search_environment(env))
-        toolchain.llvm_tool("mlir-translate", search_environment(env))
+        mlir_tools = [toolchain.llvm_tool(name, search_environment(env)) for name in ("mlir-opt", "mlir-translate")]
     except CompileError as exc:
         raise SCons.Errors.StopError(str(exc)) from None
+    if _will_build() and not toolchain.identities_known(mlir_tools, llvmlite=True):
+        # Every signature holds these identities: computed now, while SCons reads the build files. The first
+        # build on a machine (or with a new cache folder) hashes a few hundred megabytes of them.
+        threading.Thread(target=toolchain.identities, args=(mlir_tools, True), daemon=True).start()
     values = _COMMAND_LINE.load()
     for name, value in values.items():
         env[name] = value  # visible to the build files; `setting` keeps the command line first regardless

@@ -22,6 +22,8 @@ import stat
 import shutil
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from . import store
 from .errors import ToolMissing
@@ -125,27 +127,57 @@ def _file_version(path):
 def _cached(key, compute):
     """`compute()` remembered in this process and on disk under `key` (None results are not kept). The file is
     read whole, and again only when it changed since (a compile asks for dozens of facts: every device
-    library's digest; other processes add facts to it)."""
+    library's digest; other processes add facts to it). Threads may ask at once (see `identities`): one
+    computes a fact while the others asking for it wait, and the file is read and written by one at a time."""
     if key in _tool_memory:
         return _tool_memory[key]
     path = _tool_cache()
+    with _facts_lock:
+        _refresh(path)
+        if key in _tool_memory:
+            return _tool_memory[key]
+        computing = _computing.get(key)
+        if computing is None:
+            _computing[key] = threading.Event()
+    if computing is not None:  # another thread computes it (hashing the same tool twice would only cost twice)
+        computing.wait()
+        return _tool_memory.get(key)
+    try:
+        value = compute()
+        if value is None:
+            return None
+        with _facts_lock:
+            known = store.read_json(path)  # again: other processes may have added facts since
+            known = known if isinstance(known, dict) else {}
+            known[key] = value
+            store.write_json(path, known)
+            _tool_memory[key] = value
+        return value
+    finally:
+        with _facts_lock:
+            _computing.pop(key).set()
+
+
+def _refresh(path):
+    """Read the facts file again if it changed since this process last read it (under _facts_lock)."""
     version = _file_version(path)
     if version is not None and _read_from.get(path) != version:
         _read_from[path] = version
         known = store.read_json(path)
         if isinstance(known, dict):
             _tool_memory.update((k, v) for k, v in known.items() if isinstance(v, str))
-        if key in _tool_memory:
-            return _tool_memory[key]
-    value = compute()
-    if value is None:
-        return None
-    known = store.read_json(path)  # again: other processes may have added facts since
-    known = known if isinstance(known, dict) else {}
-    known[key] = value
-    store.write_json(path, known)
-    _tool_memory[key] = value
-    return value
+
+
+def _known(key):
+    """Whether fact `key` is at hand, without computing it."""
+    if key not in _tool_memory:
+        with _facts_lock:
+            _refresh(_tool_cache())
+    return key in _tool_memory
+
+
+_facts_lock = threading.Lock()
+_computing = {}  # fact key -> set when the thread computing it is done
 
 
 def file_fact(path, kind, compute):
@@ -157,10 +189,18 @@ def file_fact(path, kind, compute):
     return _cached(key, compute)
 
 
+def _output_key(tool, args):
+    return f"output|{_stat_key(tool)}|{' '.join(args)}"
+
+
+def _digest_key(path):
+    return f"sha256|{_stat_key(path)}"
+
+
 def tool_output(tool, args):
     """What `TOOL ARGS...` prints (stdout then stderr), or None when it cannot run; cached per tool file."""
     try:
-        key = f"output|{_stat_key(tool)}|{' '.join(args)}"
+        key = _output_key(tool, args)
     except OSError:
         return None
 
@@ -184,7 +224,7 @@ def file_digest(path):
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return "not a regular file"
-        key = f"sha256|{_stat_key(path)}"
+        key = _digest_key(path)
     except OSError:
         return "missing"
 
@@ -210,6 +250,28 @@ def tool_version(tool):
 def identity(tool):
     """A tool's identity for signatures and records: its version line and the hash of its bytes."""
     return f"{tool_version(tool)} [{file_digest(tool)[:16]}]"
+
+
+def identities_known(tools, llvmlite=False):
+    """Whether `identities(tools, llvmlite)` would compute nothing (every fact at hand)."""
+    try:
+        return all(_known(_output_key(tool, ("--version",))) and _known(_digest_key(tool)) for tool in tools) and \
+            (not llvmlite or not llvmlite_library() or _known(_digest_key(llvmlite_library())))
+    except OSError:
+        return False  # a missing file: `identity` says so
+
+
+def identities(tools, llvmlite=False):
+    """{tool: identity(tool)} (and llvmlite's under "llvmlite" when asked), computed side by side: the first
+    time on a machine (or with a new cache folder) that reads some hundred megabytes and runs each tool's
+    `--version`, which wait on the disk, on hashing that releases Python's lock, and on other processes."""
+    asks = [(tool, functools.partial(identity, tool)) for tool in tools]
+    if llvmlite:
+        asks.append(("llvmlite", llvmlite_identity))
+    if len(asks) < 2 or identities_known(tools, llvmlite):
+        return {name: ask() for name, ask in asks}
+    with ThreadPoolExecutor(len(asks)) as pool:
+        return dict(zip((name for name, _ask in asks), pool.map(lambda ask: ask[1](), asks)))
 
 
 @functools.cache
