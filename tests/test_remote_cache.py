@@ -142,6 +142,28 @@ def test_a_process_keeps_one_connection_per_server_across_compiles(tmp_path, red
     assert remotecache.take_warnings() and not any(key[0] == tier.url for key in remotecache._clients)
 
 
+def test_many_lookups_are_one_round_trip(tmp_path, redis_server):
+    """A stage cache asked for many entries at once (a batch of translations) asks the remote tier once for all
+    its local misses, fills its local folder with what it found, and then needs the server no more."""
+    from mlirgpu import remotecache
+    from mlirgpu.stagecache import StageCache, key
+
+    breaker = str(tmp_path / "breaker")
+    keys = [key("probe", index) for index in range(6)]
+    first = StageCache(str(tmp_path / "one"), 1 << 30, remotecache.RemoteTier(redis_server.url(), breaker))
+    for index, entry in enumerate(keys[:5]):
+        first.put(entry, f"payload {index}".encode())
+    calls = lambda: {name: value["calls"] for name, value in redis_server.client.info("commandstats").items()}  # noqa: E731
+    before = calls()
+    other = StageCache(str(tmp_path / "two"), 1 << 30, remotecache.RemoteTier(redis_server.url(), breaker))
+    assert other.get_many(keys) == [f"payload {index}".encode() for index in range(5)] + [None]
+    after = calls()
+    assert after.get("cmdstat_mget", 0) - before.get("cmdstat_mget", 0) == 1
+    assert after.get("cmdstat_get", 0) == before.get("cmdstat_get", 0)
+    redis_server.stop()
+    assert StageCache(str(tmp_path / "two"), 1 << 30).get_many(keys[:5]) == [f"payload {i}".encode() for i in range(5)]
+
+
 def test_a_second_machine_gets_every_stage_from_the_first(tmp_path, redis_server):
     source = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "k.mlir", "", 3)
     reference, _stages, expected = compile_in(tmp_path / "off", source, tmp_path / "c0", MLIRGPU_CACHE="off")

@@ -59,7 +59,7 @@ def translate_pieces(pieces, source):
         return _translate_crash_safe(pieces, source)
     tool = toolchain.identity(toolchain.llvm_tool("mlir-translate"))
     keys = [stagecache.key("translate", piece, tool, __version__) for piece in pieces]
-    found = [cache.get(key) for key in keys]
+    found = cache.get_many(keys)
     missing = [index for index, payload in enumerate(found) if payload is None]
     try:
         if missing:  # one run for every piece not in the cache

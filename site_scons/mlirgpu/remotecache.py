@@ -119,10 +119,16 @@ class RemoteTier:
 
     def get(self, key):
         """The payload stored under `key`, or None (missing, damaged, or the server unavailable)."""
-        data = self._ask(lambda client: client.get(_PREFIX + key))
-        payload = store.unseal(data) if isinstance(data, bytes) else None
-        self.counts["remote_hits" if payload is not None else "remote_misses"] += 1
-        return payload
+        return self.get_many([key])[0]
+
+    def get_many(self, keys):
+        """The payloads stored under `keys` (None for each missing or damaged one), in one round trip."""
+        values = self._ask(lambda client: client.mget([_PREFIX + key for key in keys])) if keys else []
+        payloads = [store.unseal(data) if isinstance(data, bytes) else None for data in values or [None] * len(keys)]
+        hits = sum(payload is not None for payload in payloads)
+        self.counts["remote_hits"] += hits
+        self.counts["remote_misses"] += len(keys) - hits
+        return payloads
 
     def put(self, key, payload):
         """Store `payload` (unless read-only); an entry already there is kept (its content is the same)."""

@@ -86,17 +86,26 @@ class StageCache:
     def get(self, entry_key):
         """The payload stored under `entry_key`, or None (missing or damaged): here, else in the remote tier
         (a remote hit is stored here too)."""
-        path = self._path(entry_key)
-        payload = store.read_bytes(path)
-        if payload is not None:
-            with contextlib.suppress(OSError):
-                os.utime(path)  # recently used: the last to be evicted
-        self.counts["hits" if payload is not None else "misses"] += 1
-        if payload is None and self.remote is not None:
-            payload = self.remote.get(entry_key)
+        return self.get_many([entry_key])[0]
+
+    def get_many(self, entry_keys):
+        """`get` for each of `entry_keys`, asking the remote tier once for all the local misses."""
+        payloads = []
+        for entry_key in entry_keys:
+            path = self._path(entry_key)
+            payload = store.read_bytes(path)
             if payload is not None:
-                self._store_here(path, payload)
-        return payload
+                with contextlib.suppress(OSError):
+                    os.utime(path)  # recently used: the last to be evicted
+            self.counts["hits" if payload is not None else "misses"] += 1
+            payloads.append(payload)
+        missing = [index for index, payload in enumerate(payloads) if payload is None]
+        if missing and self.remote is not None:
+            for index, payload in zip(missing, self.remote.get_many([entry_keys[index] for index in missing])):
+                if payload is not None:
+                    self._store_here(self._path(entry_keys[index]), payload)
+                    payloads[index] = payload
+        return payloads
 
     def put(self, entry_key, payload):
         """Store `payload` here and in the remote tier (a full disk or unwritable folder only costs the entry).
