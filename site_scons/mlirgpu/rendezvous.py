@@ -80,26 +80,63 @@ def socket_path(directory):
 def fingerprint():
     """What a server must have been started from to serve this client: the version, and the size and time of
     every file of the package and of llvmlite's library (an upgrade or an edit changes it)."""
-    parts = [__version__, installation()]
+    return _fingerprint(_fingerprint_inputs())
+
+
+def _fingerprint_inputs():
+    """The files the fingerprint is made of: ({folder: [(name, size, mtime_ns)] of its .py files}, llvmlite's
+    library as (path, size, mtime_ns) or None)."""
+    folders = {}
     for root in (PACKAGE, os.path.join(PACKAGE, "targets")):
+        files = folders[root] = []
         for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
             if entry.name.endswith(".py"):
                 info = entry.stat()
-                parts.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
-    parts.append(_llvmlite_library_stat())
+                files.append((entry.name, info.st_size, info.st_mtime_ns))
+    return folders, _llvmlite_library()
+
+
+def _fingerprint(inputs):
+    folders, library = inputs
+    parts = [__version__, installation()]
+    parts += [f"{name}:{size}:{mtime}" for files in folders.values() for name, size, mtime in files]
+    parts.append(f"{os.path.basename(library[0])}:{library[1]}:{library[2]}" if library else "no llvmlite")
     return f"{zlib.crc32(chr(1).join(parts).encode()):08x}"
 
 
-def _llvmlite_library_stat():
+def _llvmlite_library():
     for entry in sys.path:
         folder = os.path.join(entry or ".", "llvmlite", "binding")
         if os.path.isdir(folder):
             for name in sorted(os.listdir(folder)):
                 if name.startswith("libllvmlite"):
-                    info = os.stat(os.path.join(folder, name))
-                    return f"{name}:{info.st_size}:{info.st_mtime_ns}"
-            return "llvmlite without a library"
-    return "no llvmlite"
+                    path = os.path.abspath(os.path.join(folder, name))
+                    info = os.stat(path)
+                    return path, info.st_size, info.st_mtime_ns
+            return None
+    return None
+
+
+def write_card(directory):
+    """Write the server's card beside its socket: its fingerprint and the files it is made of, so a client that
+    cannot compute the fingerprint (the native launcher, mlirgpu/launcher.c) can check it by their names, sizes
+    and times. Returns the fingerprint."""
+    inputs = _fingerprint_inputs()
+    folders, library = inputs
+    lines = ["mlirgpu-card 1", f"F {_fingerprint(inputs)}"]
+    for folder, files in folders.items():
+        lines.append(f"D {folder}")
+        lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
+    lines.append(f"L {library[1]} {library[2]} {library[0]}" if library else "L none")
+    path = card_path(directory)
+    with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as card:  # whole or absent for a reader
+        card.write("\n".join(lines) + "\n")
+    os.replace(f"{path}.{os.getpid()}", path)
+    return _fingerprint(inputs)
+
+
+def card_path(directory):
+    return socket_path(directory)[: -len(".sock")] + ".card"
 
 
 def timeout():
