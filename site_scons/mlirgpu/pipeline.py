@@ -319,8 +319,7 @@ def _compile(source, options, output, pretranslated, report):
         compile_ = Compile(source, options, scratch, report,
                            dumps.stage_output if dumps else lambda job, stage, output: None)
         try:
-            entry_key = compileentry.key(compile_, loaded, jobs, source) \
-                if compile_.cache and not compile_.substitutes else None
+            entry_key = _entry_key(compile_, loaded, jobs) if compile_.cache and not compile_.substitutes else None
             payload = compile_.cache.get(entry_key) if entry_key else None
             entry = compileentry.unpack(payload, jobs, options.format) if payload is not None else None
             if entry is not None:
@@ -354,6 +353,15 @@ def _compile(source, options, output, pretranslated, report):
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=remotecache.take_warnings(), trace=events)
+
+
+def _entry_key(compile_, loaded, jobs):
+    """The compile entry's key, or None where a part of it cannot be known (a tool or library missing): the
+    compile then reports that where it reports it without a cache, after the source's own errors."""
+    try:
+        return compileentry.key(compile_, loaded, jobs, compile_.source)
+    except CompileError:
+        return None
 
 
 def _translate(source, loaded, jobs, options, pretranslated):
