@@ -153,7 +153,11 @@ static int same_python_files(const char *folder, char **line) {
                 same = 0;
                 break;
             }
-            names[count++] = strdup(entry->d_name);
+            if ((names[count] = strdup(entry->d_name)) == NULL) {
+                same = 0;
+                break;
+            }
+            count++;
         }
     }
     closedir(dir);
@@ -206,7 +210,7 @@ static char *card_fingerprint(const char *folder) {
     if (strncmp(line, "mlirgpu-card 1\n", 15) != 0)
         return NULL;
     line += 15;
-    if (sscanf(line, "F %63[0-9a-f]\n", fingerprint) != 1)
+    if (sscanf(line, "F %63[0-9a-f]", fingerprint) != 1 || !strchr(line, '\n'))
         return NULL;
     line = strchr(line, '\n') + 1;
     while (*line) {
