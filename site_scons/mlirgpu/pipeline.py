@@ -28,9 +28,10 @@ from .errors import CompileError, CompileWarning
 from .fsutil import remove_stale_temps, write_atomic
 from .mlirtext import SYMBOL, hex_escaped
 from .mlirtools import run_mlir_tool, translate_pieces
-from .naming import c_name, file_stem
+from .naming import c_name
 from .options import hint
-from .planning import HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, fat_container, plan, planned_dumps
+from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, container_dump, fat_container, plan,
+                       planned_dumps)
 from .scan import direct_source, pieces_key
 
 
@@ -202,7 +203,7 @@ def _embeddings(compile_, source, jobs, outputs, dumps):
                                   [outputs[job.id].assembly for job in mjobs], options, compile_.scratch)
             compile_.timed("combine", started)
             if dumps:
-                dumps.write(f"{file_stem(module.name)}.{container}", data)
+                dumps.write(container_dump(module.name, container), data)
             embedded.append(Embedded(options.symbol_prefix + c_name(module.name), module.name, target,
                                      tuple(job.chip for job in mjobs), target.embeds_fat_as, data))
             continue
@@ -455,7 +456,7 @@ def _replay(compile_, loaded, jobs, entry, dumps):
                                       loaded.has_host_code)
             if container:
                 item = next(item for item in entry.embedded if item.module == module.name)
-                dumps.write(f"{file_stem(module.name)}.{container}", item.data)
+                dumps.write(container_dump(module.name, container), item.data)
         if entry.host is not None:
             dumps.write(HOST_DUMP, entry.host)
     return outputs, entry.embedded, entry.object_bytes

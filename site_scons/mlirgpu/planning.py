@@ -137,6 +137,11 @@ def fat_container(attrs, options, host_code):
     return targets.pop().fat_container(len(attrs), options)
 
 
+def container_dump(module_name, container):
+    """The dump file of a module's fat container (`container`: its suffix, as fat_container gives it)."""
+    return f"{file_stem(module_name)}.{container}"
+
+
 def dump_names(module_name, attrs, options, host_code):
     """The dump files of one module with targets `attrs` (objects with .target and .chip), in write order."""
     names = []
@@ -144,7 +149,7 @@ def dump_names(module_name, attrs, options, host_code):
         names += [f"{stem}.{suffix}" for suffix in stages.dump_suffixes(attr.target, options.format)]
     container = fat_container(attrs, options, host_code)
     if container:
-        names.append(f"{file_stem(module_name)}.{container}")
+        names.append(container_dump(module_name, container))
     return names
 
 

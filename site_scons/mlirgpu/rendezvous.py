@@ -123,7 +123,8 @@ def write_card(directory):
     and times. Returns the fingerprint."""
     inputs = _fingerprint_inputs()
     folders, library = inputs
-    lines = ["mlirgpu-card 1", f"F {_fingerprint(inputs)}"]
+    made = _fingerprint(inputs)
+    lines = ["mlirgpu-card 1", f"F {made}"]
     for folder, files in folders.items():
         lines.append(f"D {folder}")
         lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
@@ -132,7 +133,7 @@ def write_card(directory):
     with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as card:  # whole or absent for a reader
         card.write("\n".join(lines) + "\n")
     os.replace(f"{path}.{os.getpid()}", path)
-    return _fingerprint(inputs)
+    return made
 
 
 def card_path(directory):

@@ -18,8 +18,7 @@ import shlex
 
 from . import stages, toolchain
 from .mlirtext import printable
-from .naming import file_stem
-from .planning import fat_container
+from .planning import container_dump, fat_container
 
 
 def _name(options, job, suffix):
@@ -57,7 +56,7 @@ def container_commands(modules, jobs, options, host_code):
         mjobs = [job for job in jobs if job.module is module]
         container = fat_container([job.attr for job in mjobs], options, host_code)
         if container:
-            name = f"{options.dump_prefix}{file_stem(module.name)}.{container}"
+            name = options.dump_prefix + container_dump(module.name, container)
             found[module.name] = [{"stage": "combine", "exact": True, "argv": argv}
                                   for argv, _what, _fix in mjobs[0].target.combine_commands(mjobs, options, "", name)]
     return found
