@@ -46,7 +46,7 @@ def _rocm_root(folder):
 
 
 def write_corpus(folder, count, null_build=False):
-    """Write `count` sources plus SConstruct, upstream.mk, latency.json and targets.json; returns `count`."""
+    """Write `count` sources plus SConstruct, upstream.mk and latency.json; returns `count`."""
     os.makedirs(folder, exist_ok=True)
     from mlirgpu.targets.cuda import cuda_toolkit
 
@@ -69,23 +69,16 @@ def write_corpus(folder, count, null_build=False):
     make = ["MLIR_OPT := " + toolchain.llvm_tool("mlir-opt"), "MLIR_TRANSLATE := " + toolchain.llvm_tool("mlir-translate"),
             "LLC := " + toolchain.llvm_tool("llc"), "OBJECTS := " + " ".join(f"out/{e[0]}.o" for e in entries),
             "all: $(OBJECTS)", "out:", "\tmkdir -p out"]
-    targets = {}
     for name, family, size, fmt, toolkit in entries:
         sconstruct.append(f"env.GpuObject('out/{name}', '{name}.mlir', GPU_FORMAT='{fmt}', GPU_TOOLKIT='{toolkit}')")
         make += [f"out/{name}.o: {name}.mlir | out",
                  f"\t$(MLIR_OPT) $< '--gpu-module-to-binary=format={fmt} toolkit={toolkit}' -o out/{name}.bin.mlir",
                  f"\t$(MLIR_TRANSLATE) --mlir-to-llvmir out/{name}.bin.mlir -o out/{name}.ll",
                  f"\t$(LLC) -filetype=obj out/{name}.ll -o $@"]
-        module = re.search(r"gpu\.module @(\w+)", open(os.path.join(folder, name + ".mlir")).read()).group(1)
-        stages = ["initial.ll", "linked.ll", "opt.ll", "isa"]
-        targets[f"{name}.mlir"] = [f"out/{name}.o", f"out/{name}.h", f"out/{name}.dumps/mlirgpu.json"] + [
-            f"out/{name}.dumps/{module}.{stage}" for stage in stages]
     with open(os.path.join(folder, "SConstruct"), "w") as handle:
         handle.write("\n".join(sconstruct) + "\n")
     with open(os.path.join(folder, "upstream.mk"), "w") as handle:
         handle.write("\n".join(make) + "\n")
-    with open(os.path.join(folder, "targets.json"), "w") as handle:
-        json.dump(targets, handle)
     latency = {}
     for label, wanted in (("small", "saxpy"), ("medium", "math_libdevice"), ("large", "many_kernels")):
         match = next((e for e in entries if wanted in e[0] and e[1] == "nvvm"), None)

@@ -213,7 +213,7 @@ def null_builds(base, sizes, reps):
         project = os.path.join(base, f"null{size}")
         write_corpus(project, size, null_build=True)
         timed(SCONS + ["-Q", "-j2", "DUMP=1"], project)
-        count = sum(len(t) for t in json.load(open(os.path.join(project, "targets.json"))).values())
+        count = sum(len(t) for t in built_targets(project).values())
         floor = os.path.join(base, f"floor{size}")
         write_floor(floor, project)
         timed(SCONS + ["-Q", "-j2"], floor)
@@ -224,10 +224,22 @@ def null_builds(base, sizes, reps):
     return out
 
 
+def built_targets(project):
+    """{source: its targets} as the project's DUMP=1 build left them: the object, the header and every file of the
+    dump folder, so the floor has exactly the targets our build declares, whatever dumps a compile writes."""
+    groups = {}
+    for source in sorted(name for name in os.listdir(project) if name.endswith(".mlir")):
+        stem = source[:-len(".mlir")]
+        dumps = sorted(os.listdir(os.path.join(project, "out", stem + ".dumps")))
+        groups[source] = [f"out/{stem}.o", f"out/{stem}.h"] + [f"out/{stem}.dumps/{name}" for name in dumps]
+    return groups
+
+
 def write_floor(floor, project):
-    """A project with the same targets (same names and sizes) made by a trivial Command per source."""
+    """A project with the same targets (same names) made by a trivial Command per source, after the project's
+    DUMP=1 build."""
     os.makedirs(floor, exist_ok=True)
-    groups = json.load(open(os.path.join(project, "targets.json")))
+    groups = built_targets(project)
     lines = ["import shutil",
              "def copy(target, source, env):",
              "    for t in target:",
