@@ -131,7 +131,36 @@ def parse_opt_level(value):
 
 
 def validate(options, known_targets=()):
-    """`options` checked and normalised (O level as int, chips without blanks); raises CompileError."""
+    """`options` checked and normalised (O level as int, chips without blanks); raises CompileError.
+
+    A pure function of its arguments, so checked options are remembered: a build tool checks each object's
+    options several times (declaring it, scanning it, signing it), and every object of a build has the same
+    settings but its own paths."""
+    known_targets = tuple(known_targets)
+    try:
+        key = _checked_key(options, known_targets)
+        checked = _CHECKED.get(key)
+    except TypeError:  # an unhashable value (a list where a tuple belongs): checked, not remembered
+        return _validate(options, known_targets)
+    if checked is None:
+        checked = _validate(options, known_targets)
+        if len(_CHECKED) >= _CHECKED_LIMIT:
+            _CHECKED.clear()
+        _CHECKED[key] = _CHECKED[_checked_key(checked, known_targets)] = checked  # checked stays as it is
+    return checked
+
+
+def _checked_key(options, known_targets):
+    """The values with their types: 1 == True == 1.0 in Python, but only 1 is an O level."""
+    values = tuple(options.__dict__.values())
+    return values, tuple(map(type, values)), known_targets
+
+
+_CHECKED = {}
+_CHECKED_LIMIT = 4096
+
+
+def _validate(options, known_targets):
     def fail(name, value, why, example=None):
         label = {"opt_level": "optimization level", "dump_prefix": "dump prefix", "symbol_prefix": "symbol prefix",
                  "host_code": "host code mode", "link_libs": "library"}.get(name, name)

@@ -265,8 +265,9 @@ def _source_path(node, absolute=False):
     Actions run from the top directory, so they use (path-independent) relative paths; emitters run while an
     SConscript is read, from its own directory, so they use absolute ones.
     """
-    if not os.path.exists(node.abspath):
-        node = node.srcnode()
+    source = node.srcnode()
+    if source is not node and not os.path.exists(node.abspath):
+        node = source
     return node.abspath if absolute else node.path
 
 
@@ -279,8 +280,7 @@ def _emitter(target, source, env, shared=False):
         env.Depends(obj, libs)
     header, dump_dir = obj.attributes.mlirgpu_paths = _object_paths(env, obj)
     extra = [header] if header else []
-    obj.attributes.mlirgpu_listed = _listed_dumps(dump_dir)  # SCons deletes the record before the action runs
-    _forget_stale_dumps(env, obj, dump_dir, obj.attributes.mlirgpu_listed)
+    _forget_stale_dumps(env, obj, dump_dir)
     try:
         options = _options(env, target, source)
     except CompileError:
@@ -290,7 +290,9 @@ def _emitter(target, source, env, shared=False):
     if _bool(setting(env, "GPU_DUMP")):
         if options is not None:
             extra += [dump_dir.File(name) for name in planned_outputs(_source_path(source[0], absolute=True), options)]
-        _ARTIFACTS.add(env, [obj] + extra, dump_dir.File(RECORD_DUMP))
+        record = dump_dir.File(RECORD_DUMP)
+        record.set_precious()  # SCons keeps it until the compile has read which dumps it lists (see _compile)
+        _ARTIFACTS.add(env, [obj] + extra, record)
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     _claim(dump_dir, obj)
@@ -349,23 +351,27 @@ def _listed_dumps(dump_dir):
             and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []
 
 
-def _forget_stale_dumps(env, obj, dump_dir, listed):
+def _forget_stale_dumps(env, obj, dump_dir):
     """`scons -c` removes every file a compile of this object ever declared: the files its last record lists
     (also after a build with dumps when cleaning without), and its own dump folder."""
     if not SCons.Script.GetOption("clean"):
         return
-    env.Clean(obj, [dump_dir.File(name) for name in listed + [RECORD_DUMP]])
+    env.Clean(obj, [dump_dir.File(name) for name in _listed_dumps(dump_dir) + [RECORD_DUMP]])
     if dump_dir.name.endswith(".dumps") and dump_dir.dir.abspath == obj.dir.abspath:
         env.Clean(obj, dump_dir)
 
 
 def _library_scanner(node, env, path):
-    """The bitcode files a compile of this source may link (device libraries, `link = [...]` files)."""
+    """The bitcode files a compile of this source may link (device libraries, `link = [...]` files). For one of
+    our objects (`path`, see _scanned_object) the options are the object's own, which its signature uses next."""
     if not node.exists() and not node.srcnode().exists():
         return []
     _READ_DONE[:] = [True]
     try:
-        options = _env_options(env, [], [node])
+        if path and hasattr(path[0].attributes, "mlirgpu_paths"):
+            options = _options(env, list(path), [node])
+        else:
+            options = _env_options(env, [], [node])
     except CompileError:
         return []
     environment = search_environment(env)
@@ -374,7 +380,13 @@ def _library_scanner(node, env, path):
     return [top.File(path) if not os.path.isabs(path) else env.File(path) for path in found]
 
 
-LIBRARY_SCANNER = SCons.Scanner.Base(_library_scanner, name="mlirgpu-libraries", skeys=[".mlir"])
+def _scanned_object(env, folder, target, source):
+    """The scanner's `path` argument: the target the scan is for (SCons passes it to no scanner function)."""
+    return tuple(target[:1]) if target else ()
+
+
+LIBRARY_SCANNER = SCons.Scanner.Base(_library_scanner, name="mlirgpu-libraries", skeys=[".mlir"],
+                                     path_function=_scanned_object)
 
 
 def _identity(env, options):
@@ -560,7 +572,7 @@ def _compile(target, source, env):
     obj = target[0]
     _, dump_dir = obj.attributes.mlirgpu_paths
     declared = {node.abspath for node in target}
-    for name in getattr(obj.attributes, "mlirgpu_listed", []):  # what the last compile wrote and this one won't
+    for name in _listed_dumps(dump_dir):  # what the last compile wrote and this one won't (the record is precious)
         if dump_dir.File(name).abspath not in declared:
             remove_quietly(dump_dir.File(name).abspath)
     try:
