@@ -24,6 +24,7 @@ call this module's: the package is the tool (see mlirgpu/__init__.py).
 import atexit
 import dataclasses
 import difflib
+import hashlib
 import json
 import os
 import shlex
@@ -41,7 +42,7 @@ import SCons.Tool
 import SCons.Util
 import SCons.Variables
 
-from . import artifacts, distributed, errors, remotecache, toolchain, workers
+from . import distributed, errors, remotecache, toolchain, workers
 from .api import compile_to_object
 from .batch import Batches
 from .errors import CompileError
@@ -177,8 +178,19 @@ def _text(env, name, target=None, source=None):
 
 
 def search_environment(env):
-    """Tool discovery reads the build's execution environment first (env['ENV']), then this process's."""
-    return toolchain.search_environment(env.get("ENV") or {})
+    """Tool discovery reads the build's execution environment first (env['ENV']), then this process's.
+    Remembered per execution environment once the build files are read (scan and signature ask each object)."""
+    execution = env.get("ENV") or _NO_ENV
+    if not _READ_DONE:
+        return toolchain.search_environment(execution)
+    known = _SEARCH_ENVIRONMENTS.get(id(execution))
+    if known is None or known[0] is not execution:
+        known = _SEARCH_ENVIRONMENTS[id(execution)] = (execution, toolchain.search_environment(execution))
+    return known[1]
+
+
+_NO_ENV = {}
+_SEARCH_ENVIRONMENTS = {}  # id(env['ENV']) -> (env['ENV'], its search environment), once the build files are read
 
 
 def worker_environment(env):
@@ -376,8 +388,7 @@ def _library_scanner(node, env, path):
         return []
     environment = search_environment(env)
     found = predicted_libraries(_source_path(node, absolute=True), options, environment)
-    top = env.Dir("#")
-    return [top.File(path) if not os.path.isabs(path) else env.File(path) for path in found]
+    return [env.fs.File(path, env.fs.Top) for path in found]  # relative ones to the top folder, where actions run
 
 
 def _scanned_object(env, folder, target, source):
@@ -425,7 +436,10 @@ class _CompileAction(SCons.Action.FunctionAction):
     recomputes an action's signature for each target of an object and for every object of a null build)."""
 
     def get_presig(self, target, source, env, executor=None):
-        return self.funccontents + _signature(target, source, env).encode("utf-8")
+        """The hash of the function's code and `_signature` (some kilobytes), which SCons hashes again twice
+        for each target of an object in every build."""
+        contents = self.funccontents + _signature(target, source, env).encode("utf-8")
+        return hashlib.sha256(contents).hexdigest().encode("ascii")
 
     def genstring(self, target, source, env, executor=None):
         """The action as SCons records it (`--debug=explain` shows the old and new ones): the command line,
@@ -449,6 +463,8 @@ class _ArtifactSet:
         if "gpu-artifacts" not in SCons.Script.COMMAND_LINE_TARGETS:
             return
         if self.targets is None:
+            from . import artifacts  # only for this target: it imports what reports need
+
             where = _text(env, "GPU_ARTIFACTSDIR")
             folder = env.Dir(where)
             action = SCons.Action.Action(self._build, self._describe, varlist=["GPU_BASELINE", "GPU_FAIL_ON"])
@@ -462,6 +478,8 @@ class _ArtifactSet:
         env.Depends(self.targets, nodes)
 
     def _build(self, target, source, env):
+        from . import artifacts
+
         toolkit = _text(self.env, "GPU_TOOLKIT")
         baseline = _text(self.env, "GPU_BASELINE")
         try:
