@@ -116,6 +116,28 @@ def test_device_libraries_are_dependencies(tmp_path):
     assert "up to date" in build(project, *args).stdout
 
 
+def test_one_source_with_two_toolkits_depends_on_each_libdevice(tmp_path):
+    """One source, two objects of one environment that differ only in GPU_TOOLKIT: each object depends on its own
+    toolkit's libdevice (the scan of a source is per object, not per source), so editing one rebuilds that object."""
+    project = tmp_path / "p"
+    project.mkdir()
+    instantiate(os.path.join(CORPUS, "math_libdevice.nvvm.mlir"), project / "k.mlir", "sm_80", 2)
+    first, _ = make_toolkits(tmp_path / "one")
+    second, _ = make_toolkits(tmp_path / "two")
+    (project / "SConstruct").write_text(
+        f"import os\nenv = Environment(tools=['mlirgpu'], toolpath=[{TOOLPATH!r}], ENV={{'PATH': os.environ['PATH']}})\n"
+        f"env.GpuObject('a', 'k.mlir', GPU_TOOLKIT={first!r})\nenv.GpuObject('b', 'k.mlir', GPU_TOOLKIT={second!r})\n")
+    build(project)
+    for name, toolkit, other in (("a.o", first, second), ("b.o", second, first)):
+        tree = scons(project, "DUMP=1", "--tree=prune", name).stdout
+        assert os.path.join(toolkit, "nvvm", "libdevice", "libdevice.10.bc") in tree
+        assert os.path.join(other, "nvvm", "libdevice", "libdevice.10.bc") not in tree
+    _edit_bitcode(os.path.join(second, "nvvm", "libdevice", "libdevice.10.bc"))
+    run = build(project)
+    assert "-o b.o" in run.stdout and "-o a.o" not in run.stdout
+    assert "up to date" in build(project).stdout
+
+
 def _edit_bitcode(path):
     """Add an unused function to a bitcode library (its content changes, it stays valid)."""
     dis = subprocess.run([toolchain.llvm_tool("llvm-dis"), path, "-o", "-"], capture_output=True, text=True,
