@@ -21,6 +21,8 @@ CORPUS = os.path.join(ROOT, "tests", "corpus")
 # stage cache on, as users run: builds compared with clean ones compare a warm cache with a cold one.
 os.environ["MLIRGPU_CACHE_DIR"] = tempfile.mkdtemp(prefix="mlirgpu-test-cache-")
 atexit.register(shutil.rmtree, os.environ["MLIRGPU_CACHE_DIR"], True)
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mlirgpu-test-user-cache-")  # the tool facts (toolchain)
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 # Commands run in their own process unless a test starts a compile server (tests/test_service.py), so what a
 # test sees never depends on whether an earlier test left a server running.
 os.environ["MLIRGPU_SERVER"] = "off"

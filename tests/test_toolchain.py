@@ -63,7 +63,7 @@ def test_a_fact_asked_by_threads_at_once_is_computed_once(tmp_path, monkeypatch)
     import threading
     import time
 
-    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     probe = tmp_path / "tool"
     probe.write_bytes(b"tool bytes")
     calls = []
@@ -81,19 +81,41 @@ def test_a_fact_asked_by_threads_at_once_is_computed_once(tmp_path, monkeypatch)
     for thread in threads:
         thread.join(timeout=30)
     assert results == ["fact 1"] * 4 and len(calls) == 1
-    assert "fact 1" in (tmp_path / "cache" / "tools.json").read_bytes().decode("utf-8", "replace")
+    assert "fact 1" in (tmp_path / "cache" / "scons-mlir-gpu" / "tools.json").read_bytes().decode("utf-8", "replace")
 
 
 def test_identities_side_by_side_equal_one_by_one(tmp_path, monkeypatch):
     """identities() (threads, the first time) gives each tool's identity() and llvmlite's, computed anew in a
-    fresh cache folder and then known without computing."""
-    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "cache"))
+    fresh facts folder and then known without computing."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     tools = [toolchain.llvm_tool("mlir-opt"), toolchain.llvm_tool("mlir-translate")]
     toolchain._tool_memory.clear()
     assert not toolchain.identities_known(tools, llvmlite=True)
     together = toolchain.identities(tools, llvmlite=True)
     assert toolchain.identities_known(tools, llvmlite=True)
     toolchain._tool_memory.clear()
-    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "other"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
     assert together == {**{tool: toolchain.identity(tool) for tool in tools}, "llvmlite": toolchain.llvmlite_identity()}
     assert all("[" in identity and "missing" not in identity for identity in together.values())
+
+
+def test_tool_facts_are_the_users_whatever_the_cache_folder(tmp_path, monkeypatch):
+    """Facts describe this machine's files, so a build with another MLIRGPU_CACHE_DIR (a second checkout with a
+    cache of its own) hashes no tool again; where the user's cache folder cannot be made they go to the cache
+    folder."""
+    tools = [toolchain.llvm_tool("mlir-translate")]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "one"))
+    toolchain._tool_memory.clear()
+    assert not toolchain.identities_known(tools, llvmlite=True)
+    toolchain.identities(tools, llvmlite=True)
+    assert (tmp_path / "user" / "scons-mlir-gpu" / "tools.json").is_file() and not (tmp_path / "one").exists()
+    toolchain._tool_memory.clear()
+    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "two"))
+    assert toolchain.identities_known(tools, llvmlite=True)
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder" / "cache"))
+    toolchain._tool_memory.clear()
+    assert not toolchain.identities_known(tools, llvmlite=True)
+    toolchain.identities(tools, llvmlite=True)
+    assert (tmp_path / "two" / "tools.json").is_file()

@@ -264,13 +264,14 @@ def test_a_shared_dump_folder_keeps_the_temp_files_of_other_compiles(tmp_path):
 def test_damaged_caches_only_cost_time(tmp_path):
     """Every entry of the tool, scan and library caches truncated, emptied or replaced: the build is right."""
     project = make_project(tmp_path / "p")
-    cache = tmp_path / "cache"
-    env = dict(os.environ, MLIRGPU_CACHE_DIR=str(cache))
+    cache, facts = tmp_path / "cache", tmp_path / "user-cache"
+    env = dict(os.environ, MLIRGPU_CACHE_DIR=str(cache), XDG_CACHE_HOME=str(facts))
     scons_env = lambda *args: subprocess.run([SCONS, "-Q", "DUMP=1", *args], cwd=project, env=env,  # noqa: E731
                                              capture_output=True, text=True)
     assert scons_env().returncode == 0
-    entries = [os.path.join(d, n) for d, _s, names in os.walk(cache) for n in names] + \
+    entries = [os.path.join(d, n) for folder in (cache, facts) for d, _s, names in os.walk(folder) for n in names] + \
         [str(project / ".sconsign.mlirgpu.json")]
+    assert any(entry.endswith("tools.json") for entry in entries)
     assert len(entries) > 3
     for index, entry in enumerate(entries):
         with open(entry, "r+b") as handle:

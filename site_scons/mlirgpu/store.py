@@ -16,10 +16,12 @@ _DIGEST = 32
 
 
 def cache_root():
-    """Root of our caches: `$MLIRGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/scons-mlir-gpu`, else
-    `~/.cache/scons-mlir-gpu`."""
-    if os.environ.get("MLIRGPU_CACHE_DIR"):
-        return os.environ["MLIRGPU_CACHE_DIR"]
+    """Root of our caches: `$MLIRGPU_CACHE_DIR`, else the user's (see user_cache_root)."""
+    return os.environ.get("MLIRGPU_CACHE_DIR") or user_cache_root()
+
+
+def user_cache_root():
+    """This user's cache folder: `$XDG_CACHE_HOME/scons-mlir-gpu`, else `~/.cache/scons-mlir-gpu`."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "scons-mlir-gpu")
 

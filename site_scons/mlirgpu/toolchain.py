@@ -108,7 +108,16 @@ def _stat_key(path):
 
 
 def _tool_cache():
-    return os.path.join(store.cache_root(), "tools.json")
+    """The facts file. Facts describe this machine's files (keyed by their identity, see `_stat_key`), not what
+    a compile made, so all cache folders of a user share them: a checkout with its own MLIRGPU_CACHE_DIR hashes
+    no tool again. They live in the user's cache folder where it can be written, else in the cache folder."""
+    root = store.user_cache_root()
+    existing = root
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)  # the nearest path there is decides whether `root` can be made
+    if not (os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK)):
+        root = store.cache_root()
+    return os.path.join(root, "tools.json")
 
 
 _tool_memory = {}
