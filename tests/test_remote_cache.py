@@ -357,3 +357,19 @@ def test_eviction_under_maxmemory_keeps_builds_right(tmp_path):
         assert server.client.info("stats")["evicted_keys"] > 0
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_booted_worker_has_the_redis_client_only_when_a_remote_cache_is_named(named, tmp_path):
+    """The client's import takes a tenth of a second (redis-py loads asyncio): a worker's boot (done once in the
+    zygote its workers fork from) does it when MLIRGPU_REMOTE_CACHE is set, so no first compile waits for it;
+    without a remote cache no process loads it."""
+    env = {key: value for key, value in os.environ.items() if key != "MLIRGPU_REMOTE_CACHE"}
+    if named:
+        env["MLIRGPU_REMOTE_CACHE"] = "redis://127.0.0.1:1/0"
+    answer = tmp_path / "answer"  # a booted worker's stdout and stderr go to its LLVM log
+    probe = ("import sys, os; from mlirgpu import workers; workers.boot(os.devnull, workers.LLVM_MAJOR); "
+             f"open({str(answer)!r}, 'w').write(str('redis' in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert answer.read_text() == str(named)

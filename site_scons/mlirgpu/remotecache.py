@@ -164,6 +164,14 @@ def shown(url):
     return url[:200]
 
 
+def preload():
+    """Import the redis client now when a remote cache is named (it takes 0.1 s: redis-py imports asyncio): a
+    zygote does it once for every worker it forks, before their first compiles wait for it."""
+    if os.environ.get(VARIABLE, "").strip():
+        with contextlib.suppress(ImportError):
+            import redis  # noqa: F401
+
+
 def configured(breaker_path):
     """The remote tier `$MLIRGPU_REMOTE_CACHE` names, or None."""
     url = os.environ.get(VARIABLE, "").strip()

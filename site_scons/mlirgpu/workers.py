@@ -573,10 +573,11 @@ def _entry_points():
 
 def boot(log_path, expected_major):
     """Import and initialize what a compile needs; LLVM's own messages go to `log_path`."""
-    from . import llvm_ops
+    from . import llvm_ops, remotecache
 
     llvm_ops.init_worker(log_path, expected_major)
     os.dup2(2, 1)  # LLVM messages on stdout go to the log too, never into a protocol pipe
+    remotecache.preload()
     return _entry_points()
 
 
