@@ -392,7 +392,8 @@ def _library_scanner(node, env, path):
 
 
 def _scanned_object(env, folder, target, source):
-    """The scanner's `path` argument: the target the scan is for (SCons passes it to no scanner function)."""
+    """The scanner's `path` argument: the object the scan is for. SCons gives a scanner function only the source,
+    the environment and this value, which it computes from the targets with this function."""
     return tuple(target[:1]) if target else ()
 
 
