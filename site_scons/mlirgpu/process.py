@@ -7,6 +7,7 @@ import _socket  # the C module: `socket` costs worker start-up 11 ms for the sam
 import contextlib
 import contextvars
 import fcntl
+import functools
 import os
 import re
 import select
@@ -32,10 +33,19 @@ def timeout():
     """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week in ASCII
     digits; anything else is an error naming the variable, never a silent default."""
     text = os.environ.get("MLIRGPU_TOOL_TIMEOUT", "600").strip()
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_TIMEOUT:
-        return float(text)
+    seconds = _seconds(text)
+    if seconds is not None:
+        return seconds
     raise CompileError(f"MLIRGPU_TOOL_TIMEOUT='{text[:40]}' is not a number of seconds from 1 to {MAX_TIMEOUT}",
                        fix="set it to e.g. 600, or unset it")
+
+
+@functools.lru_cache(maxsize=64)
+def _seconds(text):
+    """`text` as a timeout in seconds, or None (checked once per value: every compile's options check asks)."""
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_TIMEOUT:
+        return float(text)
+    return None
 
 
 def bounded(argv, seconds, input=None):

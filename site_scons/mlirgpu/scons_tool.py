@@ -42,9 +42,8 @@ import SCons.Tool
 import SCons.Util
 import SCons.Variables
 
-from . import distributed, errors, remotecache, toolchain, workers
+from . import errors, remotecache, toolchain, workers
 from .api import compile_to_object
-from .batch import Batches
 from .errors import CompileError
 from .fsutil import remove_quietly
 from .options import OPTIONS, CompileOptions, to_argv
@@ -162,7 +161,7 @@ _COMMAND_LINE = _CommandLine()
 def setting(env, name):
     """The value of GPU_* variable `name` for `env`: the command line's, else the build files', else the
     tool's default."""
-    values = _COMMAND_LINE.load()
+    values = _COMMAND_LINE.values if _COMMAND_LINE.values is not None else _COMMAND_LINE.load()
     if name in values:
         return values[name]
     value = env.get(name)
@@ -206,9 +205,14 @@ def worker_environment(env):
 
 
 def _executor(env):
-    """The Dask scheduler of this build's compiles (GPU_EXECUTOR, else $MLIRGPU_EXECUTOR), or ''."""
-    return distributed.configured_url({"MLIRGPU_EXECUTOR": _text(env, "GPU_EXECUTOR") or
-                                       os.environ.get("MLIRGPU_EXECUTOR", "")})
+    """The Dask scheduler of this build's compiles (GPU_EXECUTOR, else $MLIRGPU_EXECUTOR), or ''. The module
+    that checks it is loaded only when one is set (most builds never need it)."""
+    url = _text(env, "GPU_EXECUTOR") or os.environ.get("MLIRGPU_EXECUTOR", "")
+    if not url.strip():
+        return ""
+    from . import distributed
+
+    return distributed.configured_url({"MLIRGPU_EXECUTOR": url})
 
 
 def _object_paths(env, obj):
@@ -522,6 +526,8 @@ class _Translations:
             workers.forking(_jobs() > 1)
             workers.prestart(self.stale)
         if self.batches is None:
+            from .batch import Batches  # only for builds with something to compile
+
             self.batches = Batches(_jobs())
         self.batches.add(path)
 
@@ -599,9 +605,13 @@ def _compile(target, source, env):
         if not _bool(setting(env, "GPU_DUMP")):
             options = dataclasses.replace(options, dump_dir="")
         url = _executor(env)
-        result = distributed.compile_remote(url, _source_path(source[0]), obj.path, options) if url else None
-        for warning in distributed.take_warnings():
-            sys.stderr.write(f"mlirgpu: {warning}\n")
+        result = None
+        if url:
+            from . import distributed
+
+            result = distributed.compile_remote(url, _source_path(source[0]), obj.path, options)
+            for warning in distributed.take_warnings():
+                sys.stderr.write(f"mlirgpu: {warning}\n")
         if result is None:
             result = compile_to_object(_source_path(source[0]), obj.path, options, _TRANSLATIONS.get(source[0]),
                                        environment=worker_environment(env))
