@@ -373,3 +373,26 @@ def test_a_booted_worker_has_the_redis_client_only_when_a_remote_cache_is_named(
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     assert answer.read_text() == str(named)
+
+
+def test_a_second_checkout_fetches_only_its_compile_entries(tmp_path, redis_server):
+    """SCons -j2 with every dump, in a second checkout with its own local cache: each object is one compile entry
+    from Redis (one lookup each, all hits), its translations are never looked up (background translations start
+    only for a compile that misses), and every output is the first checkout's."""
+    first, second = make_project(tmp_path / "a"), make_project(tmp_path / "elsewhere" / "b")
+    for project, cache in ((first, "cache-a"), (second, "cache-b")):
+        environ = dict(os.environ, MLIRGPU_CACHE_DIR=str(tmp_path / cache), MLIRGPU_REMOTE_CACHE=redis_server.url())
+        run = subprocess.run([SCONS, "-Q", "-j2", "DUMP=1"], cwd=project, env=environ, capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+    stats = mlirgpu("cache", "stats", cwd=tmp_path, cache=tmp_path / "cache-b",
+                    MLIRGPU_REMOTE_CACHE=redis_server.url()).stdout
+    remote = stats.split("remote     ")[1]
+    hits, misses = (int(remote.split(f"  {name}")[1].split()[0]) for name in ("hits", "misses"))
+    assert (hits, misses) == (4, 0), stats  # a, b, c and d: nothing else was asked of the server
+
+    def outputs(project):
+        return {str(path.relative_to(project)): path.read_bytes() for path in sorted(project.rglob("*"))
+                if path.is_file() and path.suffix in (".o", ".h", ".ll", ".isa", ".cubin", ".hsaco", ".fatbin")}
+
+    assert outputs(first) == outputs(second) != {}

@@ -206,3 +206,35 @@ def _site_packages():
     import site
 
     return site.getsitepackages()
+
+
+def test_sources_are_translated_together_once_a_compile_needs_it(tmp_path):
+    """With the stage cache off every compile translates: the first one to ask starts a background
+    mlir-translate run holding the build's other sources too, and every compile takes its translation from it
+    (a cached compile asks for none: tests/test_remote_cache.py)."""
+    from conftest import CORPUS, instantiate
+    from mlirgpu import toolchain
+    from sconsutil import TOOLPATH
+
+    runs = tmp_path / "runs"
+    mlir = tmp_path / "mlir-bin"
+    mlir.mkdir()
+    (mlir / "mlir-translate").write_text(
+        f'#!/bin/sh\ncase "$1" in --version) ;; *) echo run >> "{runs}" ;; esac\n'
+        f'exec "{toolchain.llvm_tool("mlir-translate")}" "$@"\n')
+    (mlir / "mlir-translate").chmod(0o755)
+    project = tmp_path / "p"
+    project.mkdir()
+    names = ["saxpy.nvvm", "multi_kernel.rocdl", "saxpy.rocdl", "multi_kernel.nvvm", "saxpy.nvvm", "saxpy.rocdl"]
+    lines = [f"env = Environment(tools=['mlirgpu'], toolpath=[{TOOLPATH!r}])"]
+    for index, name in enumerate(names):
+        instantiate(os.path.join(CORPUS, f"{name}.mlir"), project / f"k{index}.mlir",
+                    "gfx942" if "rocdl" in name else "sm_80", index % 4)
+        lines.append(f"env.GpuObject('k{index}', 'k{index}.mlir')")
+    (project / "SConstruct").write_text("\n".join(lines) + "\n")
+    environ = dict(os.environ, MLIR_BIN=str(mlir), MLIRGPU_SERVER="off")
+    run = subprocess.run([SCONS, "-Q", "-j2", "GPU_CACHE=0"], cwd=project, env=environ, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert all((project / f"k{index}.o").exists() for index in range(len(names)))
+    assert runs.read_text().splitlines() == ["run"]

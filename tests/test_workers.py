@@ -133,11 +133,43 @@ def test_killed_worker_reports_its_signal(forking):
     assert compile_file(SOURCE, OPTIONS).object_bytes  # a new worker takes over
 
 
-def test_llvm_pairing_checked_at_worker_start(forking, monkeypatch):
+def test_llvm_pairing_checked_when_llvm_loads(forking, monkeypatch):
+    """At a worker's start, or (forked from a build's zygote, which has no LLVM) at its first compile that runs
+    LLVM: with the stage cache off, this one does. A cached compile needs no LLVM: its entry's key holds
+    llvmlite's identity, so it was made by a compile that passed this check."""
     monkeypatch.setattr(workers, "LLVM_MAJOR", 99)
+    monkeypatch.setenv("MLIRGPU_CACHE", "off")
     with pytest.raises(CompileError, match=r"bundles LLVM 22, but the MLIR tools are LLVM 99: install the llvmlite "
                                            r"release pinned in pyproject.toml"):
         compile_file(SOURCE, OPTIONS)
+
+
+def _has_llvm(pid):
+    with open(f"/proc/{pid}/maps", encoding="ascii", errors="replace") as maps:
+        return "libllvmlite" in maps.read()
+
+
+def test_a_zygote_leaves_llvm_to_the_compiles_that_need_it(tmp_path, monkeypatch):
+    """A build's zygote boots without LLVM (its workers' first compiles wait for that boot): a worker forked from
+    it loads LLVM at its first compile that runs a stage, and one whose compile entry is cached never does."""
+    monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "cache"))
+    workers.shutdown()
+    workers.forking(True)
+    try:
+        reference = compile_file(SOURCE, OPTIONS).object_bytes  # the compile entry is made here
+        workers.shutdown()
+        with workers.lease() as worker:
+            cached = worker.call("compile_file", SOURCE, OPTIONS)
+            assert cached.object_bytes == reference
+            assert {how for job in cached.stages.values() for how in job.values()} == {"cached"}
+            assert not _has_llvm(worker.process.pid)
+            other = worker.call("compile_file", SOURCE, CompileOptions(target="nvvm", chip="sm_80", format="isa"))
+            assert {how for job in other.stages.values() for how in job.values()} == {"ran"}
+            assert _has_llvm(worker.process.pid)
+        assert not _has_llvm(workers.current_zygote().process.pid)
+    finally:
+        workers.shutdown()
+        workers.forking(False)
 
 
 def test_workers_end_with_the_caller(forking):

@@ -19,8 +19,11 @@ def compile_file(source, options, environment=None):
 def compile_to_object(source, output, options, pretranslated=None, environment=None):
     """Compile `source` and write the host object (and the C header and depfile, when asked) atomically.
 
-    `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once."""
+    `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once, or a
+    function giving it (or None), called only if the compile translates (its compile entry is not cached)."""
     check_options(source, options)
+    answer = pretranslated if callable(pretranslated) else None
     with workers.lease() as worker:
-        return worker.call("compile_to_object", source, output, options, pretranslated, what=source,
-                           where=(source, None), environ=environment)
+        return worker.call("compile_to_object", source, output, options,
+                           workers.AskCaller() if answer else pretranslated, what=source, where=(source, None),
+                           environ=environment, answer=answer)

@@ -1,7 +1,9 @@
 """Translating many sources in few mlir-translate runs (a process start-up costs more than translating a typical
-module), ahead of their compiles: a build tool names the sources it is about to compile while it still reads
-its build files, batches start in the background, and each compile takes its source's translation, or
-translates on its own when there is none (so this only ever saves time)."""
+module): a build tool names the sources it is about to compile while it still reads its build files, and the
+first compile that needs a translation (its compile entry is not cached: mlirgpu.compileentry) starts batches
+for all of them in the background. Each compile then takes its source's translation, or translates on its own
+when there is none. A clean build whose compiles are all cached, here or on a team's remote cache, translates
+nothing."""
 import concurrent.futures
 import threading
 
@@ -33,46 +35,51 @@ def translate_many(paths, at_least=2):
 
 
 class Batches:
-    """Background batches for a build of `jobs` parallel compiles. Sources are added as the build declares
-    them; full batches start at once, the first `pretranslated` call sends off the rest (split over the jobs),
-    and each compile waits only for the run holding its source."""
+    """Background batches for a build of `jobs` parallel compiles. Sources are added as the build declares them
+    and dropped as their compiles end; the first `pretranslated` call sends off every source still to compile:
+    the asking one with the next few as a small first run, which it waits for, and the rest split over the
+    jobs. Each later compile waits only for the run holding its source."""
 
-    SIZES = (8, 32)  # the first run is small, so the first compiles find theirs done early
+    FIRST = 8  # sources in the first run: the compile that asked waits for it
     SPLIT = 4  # the rest is split over the build jobs in parts of at least this many sources
 
     def __init__(self, jobs):
         self.jobs = jobs
-        self.sent = 0
-        self.pending = []
+        self.pending = {}  # path -> None: the sources still to compile, in the order the build declared them
         self.runs = {}
         self.pool = None
-        self.flushed = False
+        self.sent = False
         self.lock = threading.Lock()
 
     def add(self, path):
         with self.lock:
-            self.pending.append(path)
-            if len(self.pending) >= self.SIZES[min(self.sent, len(self.SIZES) - 1)]:
-                self._send(self.pending)
-                self.pending = []
+            if not self.sent:
+                self.pending[path] = None
+
+    def done(self, path):
+        """The compile of `path` ended: it needs no run (if none was sent yet)."""
+        with self.lock:
+            self.pending.pop(path, None)
 
     def _send(self, paths):
         if self.pool is None:
             self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlirgpu")
         run = self.pool.submit(translate_many, paths)
-        self.sent += 1
         self.runs.update((path, run) for path in paths)
 
     def pretranslated(self, path):
         """The batch translation of the source at `path` (absolute), or None."""
         with self.lock:
-            if not self.flushed:
-                jobs = max(1, min(self.jobs, len(self.pending) // self.SPLIT))
-                for part in (self.pending[i::jobs] for i in range(jobs)):
+            if not self.sent:
+                self.sent = True
+                rest = [other for other in self.pending if other != path]
+                self._send([path] + rest[: self.FIRST - 1])
+                rest = rest[self.FIRST - 1 :]
+                jobs = max(1, min(self.jobs, len(rest) // self.SPLIT))
+                for part in (rest[i::jobs] for i in range(jobs)):
                     if part:
                         self._send(part)
-                self.pending = []
-                self.flushed = True
+                self.pending = {}
         run = self.runs.get(path)
         try:
             return run.result().get(path) if run else None

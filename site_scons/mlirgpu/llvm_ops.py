@@ -19,7 +19,8 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from . import libraries as device_libraries
-from . import optnone
+from . import optnone, toolchain
+from .errors import CompileError
 
 _LOCAL = {"internal", "private"}
 _KEEP_LINKAGE = _LOCAL | {"appending", "linkonce_odr", "linkonce_any"}
@@ -27,11 +28,10 @@ HOST_TRIPLE = "x86_64-unknown-linux-gnu"
 _PR_SET_PDEATHSIG = 1
 
 
-def init_worker(stderr_path, expected_major):
-    """Process initializer: send LLVM's own messages to a file the caller reads if we die."""
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
-    os.dup2(fd, 2)
-    os.close(fd)
+def _initialize():
+    """LLVM's targets and the options our stages rely on, and the pairing check: done when a process first
+    imports this module (a worker's boot, or, in a worker forked before its zygote loaded LLVM, its first compile
+    that needs LLVM)."""
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_asmparser()
@@ -39,11 +39,13 @@ def init_worker(stderr_path, expected_major):
     llvm.set_option("mlirgpu", "-preserve-bc-uselistorder")
     # Upstream's optimizer has no OptNoneInstrumentation: optimize `optnone` functions too (see optnone.py).
     optnone.run_passes_on_optnone_functions(llvm.ffi.lib._name)
-    if llvm.llvm_version_info[0] != expected_major:
-        raise RuntimeError(
-            f"llvmlite {llvmlite.__version__} bundles LLVM {llvm.llvm_version_info[0]}, but the MLIR tools are "
-            f"LLVM {expected_major}: install the llvmlite release pinned in pyproject.toml"
-        )
+    expected = toolchain.expected_llvm_major()
+    if llvm.llvm_version_info[0] != expected:
+        raise CompileError(f"llvmlite {llvmlite.__version__} bundles LLVM {llvm.llvm_version_info[0]}, but the MLIR "
+                           f"tools are LLVM {expected}: install the llvmlite release pinned in pyproject.toml")
+
+
+_initialize()
 
 
 class LLVMModule:

@@ -55,10 +55,10 @@ class Compile:
     """What the stages of one compile share: the options, a scratch folder, the stage cache, the libraries they
     linked, their times, where each job's stage outputs came from, and the callbacks."""
 
-    def __init__(self, source, options, scratch, report, on_stage):
+    def __init__(self, source, options, report, on_stage):
         self.source = source
         self.options = options
-        self.scratch = scratch
+        self._scratch = None
         self.report = report
         self.on_stage = on_stage
         self.cache = stagecache.open_cache()
@@ -69,6 +69,17 @@ class Compile:
         self.substituted = {}  # job id -> {stage: the substitute's path}
         self.trace = []  # Chrome trace events of the stages (mlirgpu.trace)
         self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
+
+    @property
+    def scratch(self):
+        """This compile's temporary folder, made when a stage first needs one (a cached compile never does)."""
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="mlirgpu-")
+        return self._scratch
+
+    def remove_scratch(self):
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def timed(self, name, started):
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
@@ -293,7 +304,8 @@ def compile_source(source, options, output=None, pretranslated=None, report=None
     """Compile every gpu.module of `source` in this process; the CompileResult (with tool statistics).
 
     `output`: the object's path, when one is written (checked against the other outputs before any work).
-    `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once."""
+    `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once (or a
+    function giving it, called only if the compile translates)."""
     token = process.tool_stats.set({})
     try:
         result = _compile(source, options, output, pretranslated, report or _no_report)
@@ -315,10 +327,8 @@ def _compile(source, options, output, pretranslated, report):
     check_output_roles(source, output, options, planned)
     timings["split"] = time.perf_counter() - started
     dumps = DumpFolder(options, source, planned) if options.dump_dir else None
-    scratch = tempfile.mkdtemp(prefix="mlirgpu-")
+    compile_ = Compile(source, options, report, dumps.stage_output if dumps else lambda job, stage, output: None)
     try:
-        compile_ = Compile(source, options, scratch, report,
-                           dumps.stage_output if dumps else lambda job, stage, output: None)
         try:
             entry_key = _entry_key(compile_, loaded, jobs) if compile_.cache and not compile_.substitutes else None
             payload = compile_.cache.get(entry_key) if entry_key else None
@@ -337,7 +347,7 @@ def _compile(source, options, output, pretranslated, report):
             if compile_.cache:
                 compile_.cache.flush()
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        compile_.remove_scratch()
     header = embed.header(binaries, options.layout, options.section, os.path.basename(source),
                           embed.header_guard(options.header or os.path.splitext(source)[0] + ".h"))
     if dumps:
@@ -370,6 +380,8 @@ def _translate(source, loaded, jobs, options, pretranslated):
     are those given). A module cut straight from the file that does not translate is read again through mlir-opt,
     which reports the error at its exact place (or gives the modules that translate)."""
     try:
+        if callable(pretranslated) and loaded.modules[0].direct:
+            pretranslated = pretranslated()  # the caller's batch translation, asked for only now that it is needed
         if pretranslated and loaded.modules[0].direct and pretranslated[0] == pieces_key(loaded.modules):
             # translated by the caller (with other sources), from these very pieces
             return loaded, jobs, pretranslated[1], [toolchain.llvm_tool("mlir-translate")], True

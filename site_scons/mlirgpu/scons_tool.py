@@ -24,6 +24,7 @@ call this module's: the package is the tool (see mlirgpu/__init__.py).
 import atexit
 import dataclasses
 import difflib
+import gc
 import hashlib
 import json
 import os
@@ -508,10 +509,10 @@ _ARTIFACTS = _ArtifactSet()
 
 
 class _Translations:
-    """The sources this build is about to compile, translated in few background mlir-translate runs (see
-    mlirgpu.batch) started while SCons still reads the build. A source looks out of date when one of its
-    declared files is missing or older than it (a guess: SCons itself decides); the first ones also start the
-    LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
+    """The sources this build is about to compile, named while SCons still reads the build, for few background
+    mlir-translate runs (mlirgpu.batch) that the first compile needing a translation starts. A source looks out
+    of date when one of its declared files is missing or older than it (a guess: SCons itself decides); the
+    first ones also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
 
     def __init__(self):
         self.stale = 0
@@ -532,8 +533,16 @@ class _Translations:
         self.batches.add(path)
 
     def get(self, source):
-        """The batch translation of `source` (a node), or None."""
-        return self.batches.pretranslated(_source_path(source, absolute=True)) if self.batches else None
+        """A function giving the batch translation of `source` (a node) or None, for a compile to call if it
+        translates; None without batches."""
+        if self.batches is None:
+            return None
+        path = _source_path(source, absolute=True)
+        return lambda: self.batches.pretranslated(path)
+
+    def done(self, source):
+        if self.batches is not None:
+            self.batches.done(_source_path(source, absolute=True))
 
 
 def _jobs():
@@ -588,6 +597,16 @@ def _write_trace():
             sys.stderr.write(f"mlirgpu: {exc}\n")
 
 
+def _no_collection_at_exit():
+    """The build's nodes, environments and executors live until SCons ends, and the interpreter's collections at
+    exit walk every one of them to free nothing that the process's end would not: 50 ms of a 40-object build
+    (12 ms per collection of its 55,000 objects). Frozen, they are skipped. Objects in reference cycles then go
+    without their finalizers at exit, which Python does not promise to run anyway; everything else is torn down
+    as before."""
+    gc.freeze()
+
+
+atexit.register(_no_collection_at_exit)  # registered first, so it runs after every exit function of ours
 atexit.register(_print_stats)
 atexit.register(_write_trace)
 
@@ -617,6 +636,8 @@ def _compile(target, source, env):
                                        environment=worker_environment(env))
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
+    finally:
+        _TRANSLATIONS.done(source[0])
     _STATS.append(result.stages)
     if _text(env, "GPU_TRACE"):
         _TRACE["path"] = _top_file(env, _text(env, "GPU_TRACE")).abspath

@@ -28,8 +28,19 @@ from . import store
 from .errors import ToolMissing
 
 LLVM_MAJOR = 22
+_EXPECTED_LLVM_MAJOR = [LLVM_MAJOR]  # what llvmlite must bundle here (expect_llvm_major)
 DEBIAN_LLVM_BIN = f"/usr/lib/llvm-{LLVM_MAJOR}/bin"
 SEARCH_VARIABLES = ["PATH", "MLIR_BIN", "LLVM_BIN"]  # vendor toolkits add theirs (search_also)
+
+
+def expect_llvm_major(major):
+    """The LLVM major llvmlite must bundle in this process: a worker's caller says which its MLIR tools are.
+    mlirgpu.llvm_ops checks it when it loads LLVM."""
+    _EXPECTED_LLVM_MAJOR[0] = major
+
+
+def expected_llvm_major():
+    return _EXPECTED_LLVM_MAJOR[0]
 
 
 def search_also(*names):

@@ -4,16 +4,20 @@ and the caller (an SCons thread) only waits, leaving its interpreter free for th
 Each worker is `python -m mlirgpu.workers` (or a fork of one, below), speaking length-prefixed pickles over a
 pipe: a request names an entry point of the pipeline (`compile_file`, `compile_to_object`) and its arguments,
 the caller's folder, environment and a scratch folder the caller owns; while it runs, the pipeline reports each
-step it starts (`progress`), then the worker replies with the result or the CompileError raised. Workers die
+step it starts (`progress`), then the worker replies with the result or the CompileError raised. An argument may
+be left to the caller (`AskCaller`): the worker asks for it (`ask`) only if the compile needs it. Workers die
 with their caller (the kernel's parent-death signal). LLVM's own messages go to a private log
 file; when the worker dies, the caller raises a CompileError naming the module and stage it was in and the last
 line of that log. Workers are leased one compile at a time and reused, so threads of one build (SCons -j) get
 real parallelism without a start-up per compile.
 
 A build running several compiles at once (`forking(True)`) starts one booted process, the zygote, and forks
-every worker from it: one Python and LLVM start-up (about 0.15 s of CPU) instead of one per worker, at the
-moment the build itself is busiest, and the workers share the zygote's pages until they write them. The
-workers are the zygote's children, not the caller's: the zygote tells the caller their pids and exit statuses.
+every worker from it: one Python start-up and one import of the pipeline and the Redis client (about 0.15 s of
+CPU) instead of one per worker, at the moment the build itself is busiest, and the workers share the zygote's
+pages until they write them. A build's zygote does not load LLVM: its workers load it when a compile needs it,
+so the compiles of a clean build whose entries are cached start sooner (the compile server's zygote, booted
+once, has it). The workers are the zygote's children, not the caller's: the zygote tells the caller their pids
+and exit statuses.
 """
 import _socket  # the C module: `socket` itself costs 11 ms of start-up (here and in the zygote) for the same calls
 import atexit
@@ -52,6 +56,21 @@ def _receive(stream):
     return pickle.loads(data) if len(data) == size else None
 
 
+class AskCaller:
+    """An argument a worker gets from its caller only when the entry point asks for it: the entry point receives a
+    function, and calling it asks the caller, whose `answer` gives the value (a build's translation of a source,
+    which a compile whose entry is cached never needs)."""
+
+
+def _answered(answer):
+    """`answer()` for a worker that waits for it, or None if it fails: the worker must be answered either way
+    (the value is only a head start, as a build's batch translation is)."""
+    try:
+        return answer()
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
 class WorkerCrashed(CompileError):
     """The worker process died (LLVM fatal error, signal)."""
 
@@ -73,9 +92,10 @@ class LLVMWorker:
         else:
             self.process = zygote.fork(self.log_path)
 
-    def call(self, function, *args, what="LLVM", where=(None, None), environ=None):
+    def call(self, function, *args, what="LLVM", where=(None, None), environ=None, answer=None):
         """Run entry point `function(*args)` in the worker, in this process's folder and environment (or
-        `environ`); CompileErrors come back as they were raised."""
+        `environ`); CompileErrors come back as they were raised. `answer()` gives the argument passed as
+        AskCaller(), when the worker asks for it."""
         try:
             _send(self.process.stdin, (function, args, os.getcwd(), dict(os.environ if environ is None else environ),
                                        self.scratch))
@@ -83,6 +103,9 @@ class LLVMWorker:
                 reply = _receive(self.process.stdout)
                 if reply is not None and reply[0] == "hello":  # a forked worker's pid, written by the zygote
                     self.process.pid = reply[1]
+                    continue
+                if reply is not None and reply[0] == "ask":
+                    _send(self.process.stdin, _answered(answer))
                     continue
                 if reply is None or reply[0] != "progress":
                     break
@@ -571,12 +594,19 @@ def _entry_points():
     return {"compile_file": pipeline.compile_source, "compile_to_object": pipeline.compile_to_object}
 
 
-def boot(log_path, expected_major):
-    """Import and initialize what a compile needs; LLVM's own messages go to `log_path`."""
-    from . import llvm_ops, remotecache
+def boot(log_path, expected_major, llvm=True):
+    """Import and initialize what a compile needs; LLVM's own messages go to `log_path`. Without `llvm`, LLVM is
+    loaded by the first compile that needs it (importing mlirgpu.llvm_ops loads it): a compile whose entry is
+    cached never does."""
+    from . import remotecache, toolchain
 
-    llvm_ops.init_worker(log_path, expected_major)
-    os.dup2(2, 1)  # LLVM messages on stdout go to the log too, never into a protocol pipe
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log, 2)
+    os.dup2(log, 1)  # LLVM messages on stdout go to the log too, never into a protocol pipe
+    os.close(log)
+    toolchain.expect_llvm_major(expected_major)
+    if llvm:
+        from . import llvm_ops  # noqa: F401 - loads and initializes LLVM
     remotecache.preload()
     return _entry_points()
 
@@ -586,6 +616,10 @@ def _serve(protocol_in, protocol_out, entry_points):
     (`progress`), which names the step if LLVM ends this process."""
     def report(what, where):
         _send(protocol_out, ("progress", (what, where)))
+
+    def ask():
+        _send(protocol_out, ("ask", None))
+        return _receive(protocol_in)
 
     _fork_tools_here()
     while True:
@@ -602,6 +636,7 @@ def _serve(protocol_in, protocol_out, entry_points):
             toolchain.forget()
         try:
             os.chdir(cwd)
+            args = [ask if isinstance(arg, AskCaller) else arg for arg in args]
             reply = ("ok", entry_points[function](*args, report=report))
         except CompileError as exc:
             reply = ("compile-error", exc)
@@ -623,10 +658,12 @@ def _serve_spawned(log_path, expected_major, parent_pid):
 
 
 def _serve_zygote(control_fd, log_path, expected_major, parent_pid):
-    """A zygote started on its own: boot, then fork workers on request."""
+    """A zygote started on its own, by a build: boot without LLVM, then fork workers on request. The build's
+    first compiles wait for this boot, and a compile whose entry is cached (a clean build from a team's remote
+    cache) needs no LLVM; a worker that needs it loads it itself (about 40 ms and 9 MB of its own)."""
     die_with_parent(parent_pid)
     control = _socket.socket(fileno=control_fd)
-    serve_zygote(control, boot(log_path, expected_major))
+    serve_zygote(control, boot(log_path, expected_major, llvm=False))
 
 
 def serve_zygote(control, entry_points):
