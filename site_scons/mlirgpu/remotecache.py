@@ -100,7 +100,8 @@ class RemoteTier:
                 except ImportError:
                     raise ConnectionError("the redis client is not installed: pip install redis") from None
                 _clients[key] = redis.Redis.from_url(self.url, password=self.password, socket_timeout=self.timeout,
-                                                     socket_connect_timeout=self.timeout, retry_on_timeout=False)
+                                                     socket_connect_timeout=self.timeout, retry_on_timeout=False,
+                                                     **_client_version(redis))
             self.client = _clients[key]
         return self.client
 
@@ -164,10 +165,20 @@ def shown(url):
     return url[:200]
 
 
+def _client_version(redis):
+    """The client's version, given rather than looked up: redis-py asks importlib.metadata for it on every
+    connection it makes (5 ms of each worker's first compile). redis-py 8 takes it as `driver_info`."""
+    if hasattr(redis, "DriverInfo"):
+        return {"driver_info": redis.DriverInfo(lib_version=redis.__version__)}
+    return {"lib_version": redis.__version__}
+
+
 def preload():
     """Import the redis client now when a remote cache is named (it takes 0.1 s: redis-py imports asyncio): a
     zygote does it once for every worker it forks, before their first compiles wait for it."""
     if os.environ.get(VARIABLE, "").strip():
+        import encodings.idna  # noqa: F401 - what connecting to a host name imports, in each worker otherwise
+
         with contextlib.suppress(ImportError):
             import redis  # noqa: F401
 
