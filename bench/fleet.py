@@ -1,10 +1,12 @@
 """Benchmarks of sharing beyond one machine: the Redis remote stage cache and distributed compiles on Dask.
 
-- Remote cache: two checkouts of one corpus at different paths, each with its own empty local cache, sharing a
-  real redis-server on 127.0.0.1. The first's clean build compiles everything and fills Redis; the second's
-  clean build takes every stage from Redis. Both with `scons -j2 DUMP=1` and with Ninja (-j2) running one
-  `mlirgpu compile` per source (compile server warm). Reported: the times, their ratio, and the upstream
-  chain's build of the same corpus in the same repetition; the outputs are checked byte-identical.
+- Remote cache: two fresh checkouts of one corpus at different paths, each with its own empty local cache,
+  sharing a real redis-server on 127.0.0.1. The first's build compiles everything and fills Redis; the
+  second's build takes every stage from Redis. Both with `scons -j2 DUMP=1` and with Ninja (-j2) running one
+  `mlirgpu compile` per source (compile server warm). Every repetition copies new checkouts, as a CI job clones
+  one: a build into folders emptied just before runs slower on ext4, which looks past recently deleted inodes
+  for every file it makes (both builds alike, the cold one more). Reported: the times, their ratio, and the
+  upstream chain's build of the same corpus in the same repetition; the outputs are checked byte-identical.
 - Distributed scaling: a corpus of 200 sources built by SCons (-j16) through a Dask LocalCluster of N worker
   processes (one compile at a time each, stage cache off, each worker's compiles through its compile server),
   for N = 1, 2, 4, against the same build on this machine. From the profile of every remote compile: the
@@ -90,25 +92,26 @@ def remote_cache(base, corpus_dir, reps, scons, timed):
             break
         except redis.ConnectionError:
             time.sleep(0.05)
-    first, second = os.path.join(base, "checkout-a"), os.path.join(base, "elsewhere", "checkout-b")
-    for copy in (first, second):
-        shutil.copytree(corpus_dir, copy, ignore=shutil.ignore_patterns("out", ".sconsign*", "*.jsonl", ".ninja*"))
-        fast.write_ninja(copy, toolchain)
     servers = os.path.join(base, "fleet-server")
-    builds = {"scons": (scons + ["-Q", "-j2", "DUMP=1"], _clean, "off"),
-              "ninja": ([fast.ninja(), "-j2", "-f", "ours.ninja"], fast.clean_ninja, "on")}
+    builds = {"scons": (scons + ["-Q", "-j2", "DUMP=1"], "off"), "ninja": ([fast.ninja(), "-j2", "-f", "ours.ninja"], "on")}
     samples = {}
     identical = True
+    runs = []
     try:
-        for _rep in range(reps):
-            for tool, (argv, clean, use_server) in builds.items():
+        for rep in range(reps):
+            for tool, (argv, use_server) in builds.items():
                 client.flushall()
+                run = os.path.join(base, f"fleet-{tool}-{rep}")
+                runs.append(run)
+                first, second = os.path.join(run, "checkout-a"), os.path.join(run, "elsewhere", "checkout-b")
+                for copy in (first, second):
+                    shutil.copytree(corpus_dir, copy,
+                                    ignore=shutil.ignore_patterns("out", ".sconsign*", "*.jsonl", ".ninja*"))
+                    fast.write_ninja(copy, toolchain)
                 for label, project in (("first checkout, cold", first), ("second checkout, from Redis", second)):
-                    cache = os.path.join(base, "cache-" + os.path.basename(project))
-                    shutil.rmtree(cache, ignore_errors=True)
-                    clean(project)
                     env = dict(fast.environment(servers, server=use_server == "on", cache=True),
-                               MLIRGPU_CACHE_DIR=cache, MLIRGPU_REMOTE_CACHE=f"redis://127.0.0.1:{port}/0")
+                               MLIRGPU_CACHE_DIR=os.path.join(run, "cache-" + os.path.basename(project)),
+                               MLIRGPU_REMOTE_CACHE=f"redis://127.0.0.1:{port}/0")
                     if use_server == "on":
                         fast.server(env, "start")  # warm: it has served the builds before this one
                     os.sync()
@@ -124,6 +127,8 @@ def remote_cache(base, corpus_dir, reps, scons, timed):
         fast.server(fast.environment(servers, server=True, cache=True), "stop")
         process.terminate()
         process.wait(timeout=10)
+        for run in runs:
+            shutil.rmtree(run, ignore_errors=True)
     result = {name: {"median": statistics.median(v), "min": min(v), "max": max(v), "samples": v}
               for name, v in samples.items()}
     result["identical"] = identical
