@@ -235,3 +235,20 @@ def test_cuda_wheel_layout_is_found(tmp_path, monkeypatch):
                   "--dump-intermediates", str(tmp_path / "D"))
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "D" / "kernel_module.cubin").read_bytes()[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("alias", ["object through a linked folder", "object linked to the source"])
+def test_outputs_that_alias_through_symlinks_are_refused(tmp_path, alias):
+    """Two roles on one file are found through symbolic links too: a folder linked to another, or an output that
+    is a link to the source. Nothing is written."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    (tmp_path / "out").mkdir()
+    os.symlink(tmp_path / "out", tmp_path / "alias")
+    if alias == "object linked to the source":
+        os.symlink(source, tmp_path / "out" / "k.o")
+        args = ("-o", str(tmp_path / "out" / "k.o"))
+    else:
+        args = ("-o", str(tmp_path / "out" / "k.o"), "--header", str(tmp_path / "alias" / "k.o"))
+    run = mlirgpu("compile", source, *args)
+    assert run.returncode == 1 and "are the same file" in run.stderr, run.stderr
+    assert sorted(os.listdir(tmp_path / "out")) == (["k.o"] if alias == "object linked to the source" else [])

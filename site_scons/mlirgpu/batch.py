@@ -4,7 +4,6 @@ first compile that needs a translation (its compile entry is not cached: mlirgpu
 for all of them in the background. Each compile then takes its source's translation, or translates on its own
 when there is none. A clean build whose compiles are all cached, here or on a team's remote cache, translates
 nothing."""
-import concurrent.futures
 import threading
 
 from .errors import CompileError
@@ -63,6 +62,8 @@ class Batches:
 
     def _send(self, paths):
         if self.pool is None:
+            import concurrent.futures  # 5 ms to import, for builds whose compiles translate
+
             self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mlirgpu")
         run = self.pool.submit(translate_many, paths)
         self.runs.update((path, run) for path in paths)

@@ -162,6 +162,17 @@ def planned_dumps(modules, options, host_code):
     return [options.dump_prefix + name for name in names]
 
 
+def _real_path(path, folders):
+    """os.path.realpath(path), each folder resolved once (`folders`): a compile checks a dozen files in one or two
+    folders, and resolving a path looks at every folder above it."""
+    folder, name = os.path.split(os.path.abspath(path))
+    if name in ("", ".", "..") or os.path.islink(path):
+        return os.path.realpath(path)
+    if folder not in folders:
+        folders[folder] = os.path.realpath(folder)
+    return os.path.join(folders[folder], name)
+
+
 def check_output_roles(source, output, options, dump_names_):
     """Refuse, before anything runs, outputs that would overwrite the input or each other: `-o` equal to the
     source, a header or depfile equal to the object, a dump equal to any of them, one path in two roles."""
@@ -170,12 +181,13 @@ def check_output_roles(source, output, options, dump_names_):
     if options.dump_dir:
         roles += [(f"the dump {name}", os.path.join(options.dump_dir, name)) for name in dump_names_]
     seen = {}
+    folders = {}
     for role, path in roles:
         if not path:
             continue
         if role != "the input" and os.path.isdir(path):
             raise CompileError(f"{role} '{path}' is a folder", file=source, fix="name a file")
-        key = os.path.realpath(path)
+        key = _real_path(path, folders)
         if key in seen:
             raise CompileError(f"{role} and {seen[key]} are the same file '{path}'", file=source,
                                fix="give each output its own path")

@@ -22,7 +22,6 @@ import stat
 import shutil
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from . import store
 from .errors import ToolMissing
@@ -289,6 +288,8 @@ def identities(tools, llvmlite=False):
         asks.append(("llvmlite", llvmlite_identity))
     if len(asks) < 2 or identities_known(tools, llvmlite):
         return {name: ask() for name, ask in asks}
+    from concurrent.futures import ThreadPoolExecutor  # 5 ms to import: only for the first time on a machine
+
     with ThreadPoolExecutor(len(asks)) as pool:
         return dict(zip((name for name, _ask in asks), pool.map(lambda ask: ask[1](), asks)))
 

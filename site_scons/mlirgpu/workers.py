@@ -25,6 +25,7 @@ import contextlib
 import os
 import pickle
 import queue
+import select
 import shutil
 import signal
 import struct
@@ -397,6 +398,14 @@ def _fork_here(log_path):
     return _Child(pid, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))
 
 
+def _closed_or_ready(stream):
+    """Whether reading `stream` would not block: its writer closed it, or sent something. A worker between
+    compiles sends nothing."""
+    poller = select.poll()
+    poller.register(stream.fileno(), select.POLLIN | select.POLLHUP)
+    return bool(poller.poll(0))
+
+
 class _ForkedProcess:
     """What LLVMWorker uses of a `Popen`, for a worker the zygote forked. Its pid is the first message on its
     pipe; until that is read, it counts as running."""
@@ -422,7 +431,10 @@ class _ForkedProcess:
                 self.log_path = self.zygote.log_path
 
     def poll(self):
-        if self.returncode is None and self.pid is not None:
+        """None while the worker runs. Its pipe to us tells (it closes when the worker ends); only then is the
+        zygote, which reaps it, asked for its status: a round trip to another process at every lease and
+        return, twice per compile, would wait for that process to be scheduled on a busy machine."""
+        if self.returncode is None and self.pid is not None and _closed_or_ready(self.stdout):
             self.returncode = self.zygote.wait(self.pid, None)
         return self.returncode
 
