@@ -208,10 +208,10 @@ def _site_packages():
     return site.getsitepackages()
 
 
-def test_sources_are_translated_together_once_a_compile_needs_it(tmp_path):
-    """With the stage cache off every compile translates: the first one to ask starts a background
-    mlir-translate run holding the build's other sources too, and every compile takes its translation from it
-    (a cached compile asks for none: tests/test_remote_cache.py)."""
+def test_a_builds_sources_are_translated_together(tmp_path):
+    """With the stage cache off every compile translates, and takes its translation from one background
+    mlir-translate run holding all six sources (fewer than a first early run, so the first compile to ask sends
+    it). In a build with a remote cache, a cached compile asks for none: tests/test_remote_cache.py."""
     from conftest import CORPUS, instantiate
     from mlirgpu import toolchain
     from sconsutil import TOOLPATH

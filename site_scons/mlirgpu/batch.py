@@ -1,9 +1,8 @@
 """Translating many sources in few mlir-translate runs (a process start-up costs more than translating a typical
-module): a build tool names the sources it is about to compile while it still reads its build files, and the
-first compile that needs a translation (its compile entry is not cached: mlirgpu.compileentry) starts batches
-for all of them in the background. Each compile then takes its source's translation, or translates on its own
-when there is none. A clean build whose compiles are all cached, here or on a team's remote cache, translates
-nothing."""
+module), ahead of their compiles: a build tool names the sources it is about to compile while it still reads its
+build files, and runs start in the background, at once or when the first compile asks for a translation (see
+Batches). Each compile takes its source's translation, or translates on its own when there is none. A compile
+whose entry is cached (mlirgpu.compileentry) asks for none."""
 import threading
 
 from .errors import CompileError
@@ -35,25 +34,36 @@ def translate_many(paths, at_least=2):
 
 class Batches:
     """Background batches for a build of `jobs` parallel compiles. Sources are added as the build declares them
-    and dropped as their compiles end; the first `pretranslated` call sends off every source still to compile:
-    the asking one with the next few as a small first run, which it waits for, and the rest split over the
-    jobs. Each later compile waits only for the run holding its source."""
+    and dropped as their compiles end. `early`: full runs start as sources are added (8, then 32 sources), so
+    the first compiles find theirs done. Otherwise none starts before the first `pretranslated` call: a build
+    with a remote cache expects its compiles cached, and looking their translations up ahead would load the
+    Redis client into the build tool's process and fetch what no compile asks for. The first call sends off
+    every source still to compile: the asking one with the next few as a small run, which it waits for, and
+    the rest split over the jobs. Each later compile waits only for the run holding its source."""
 
-    FIRST = 8  # sources in the first run: the compile that asked waits for it
+    SIZES = (8, 32)  # early runs: the first is small, so the first compiles find theirs done early
+    FIRST = 8  # the asking compile's run, when its source was not sent yet: it waits for it
     SPLIT = 4  # the rest is split over the build jobs in parts of at least this many sources
 
-    def __init__(self, jobs):
+    def __init__(self, jobs, early=True):
         self.jobs = jobs
+        self.early = early
+        self.started = 0  # early runs sent
         self.pending = {}  # path -> None: the sources still to compile, in the order the build declared them
         self.runs = {}
         self.pool = None
-        self.sent = False
+        self.sent = False  # every source sent (the first `pretranslated` call)
         self.lock = threading.Lock()
 
     def add(self, path):
         with self.lock:
-            if not self.sent:
-                self.pending[path] = None
+            if self.sent:
+                return
+            self.pending[path] = None
+            if self.early and len(self.pending) >= self.SIZES[min(self.started, len(self.SIZES) - 1)]:
+                self._send(list(self.pending))
+                self.pending = {}
+                self.started += 1
 
     def done(self, path):
         """The compile of `path` ended: it needs no run (if none was sent yet)."""
@@ -74,8 +84,9 @@ class Batches:
             if not self.sent:
                 self.sent = True
                 rest = [other for other in self.pending if other != path]
-                self._send([path] + rest[: self.FIRST - 1])
-                rest = rest[self.FIRST - 1 :]
+                if path not in self.runs:
+                    self._send([path] + rest[: self.FIRST - 1])
+                    rest = rest[self.FIRST - 1 :]
                 jobs = max(1, min(self.jobs, len(rest) // self.SPLIT))
                 for part in (rest[i::jobs] for i in range(jobs)):
                     if part:

@@ -314,7 +314,7 @@ def _emitter(target, source, env, shared=False):
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     _claim(dump_dir, obj)
     if not _executor(env):  # compiles sent to a cluster need no local translations or workers
-        _TRANSLATIONS.declare(source[0], [obj] + extra)
+        _TRANSLATIONS.declare(env, source[0], [obj] + extra)
     return [obj] + extra + target[1:], source
 
 
@@ -510,15 +510,16 @@ _ARTIFACTS = _ArtifactSet()
 
 class _Translations:
     """The sources this build is about to compile, named while SCons still reads the build, for few background
-    mlir-translate runs (mlirgpu.batch) that the first compile needing a translation starts. A source looks out
-    of date when one of its declared files is missing or older than it (a guess: SCons itself decides); the
-    first ones also start the LLVM workers (as many as build jobs), whose start-up then overlaps SCons's own."""
+    mlir-translate runs (mlirgpu.batch): started as they are named, or, in a build with a remote cache, by the
+    first compile that needs a translation (see Batches). A source looks out of date when one of its declared
+    files is missing or older than it (a guess: SCons itself decides); the first ones also start the LLVM
+    workers (as many as build jobs), whose start-up then overlaps SCons's own."""
 
     def __init__(self):
         self.stale = 0
         self.batches = None
 
-    def declare(self, source, targets):
+    def declare(self, env, source, targets):
         path = _source_path(source, absolute=True)
         if not _will_build() or not _looks_stale(path, targets):
             return
@@ -529,7 +530,9 @@ class _Translations:
         if self.batches is None:
             from .batch import Batches  # only for builds with something to compile
 
-            self.batches = Batches(_jobs())
+            # With a remote cache, runs wait for a compile that asks (the first stale object's setting decides).
+            remote = setting(env, "GPU_REMOTE_CACHE") or os.environ.get(remotecache.VARIABLE, "").strip()
+            self.batches = Batches(_jobs(), early=not remote)
         self.batches.add(path)
 
     def get(self, source):
