@@ -30,8 +30,8 @@ _PR_SET_PDEATHSIG = 1
 
 def _initialize():
     """LLVM's targets and the options our stages rely on, and the pairing check: done when a process first
-    imports this module (a worker's boot, or, in a worker forked before its zygote loaded LLVM, its first compile
-    that needs LLVM)."""
+    imports this module (a worker's boot, or, in a worker forked from a build's zygote, which has no LLVM, its
+    first compile that runs a stage)."""
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_asmparser()

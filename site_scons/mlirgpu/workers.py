@@ -519,7 +519,7 @@ def _start():
 
 
 def prestart(count):
-    """Have `count` workers running, started now, so their Python and LLVM start-up overlaps the caller's own
+    """Have `count` workers running, started now, so their start-up overlaps the caller's own
     work (a build tool reading its build files) instead of delaying the first compiles."""
     if _here:
         return  # a worker forked when needed starts at once, and inherits what this process has read by then
