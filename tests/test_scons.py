@@ -208,10 +208,12 @@ def _site_packages():
     return site.getsitepackages()
 
 
-def test_a_builds_sources_are_translated_together(tmp_path):
+@pytest.mark.parametrize("remote", ["", "redis://127.0.0.1:1/0"], ids=["early", "on demand"])
+def test_a_builds_sources_are_translated_together(tmp_path, remote):
     """With the stage cache off every compile translates, and takes its translation from one background
-    mlir-translate run holding all six sources (fewer than a first early run, so the first compile to ask sends
-    it). In a build with a remote cache, a cached compile asks for none: tests/test_remote_cache.py."""
+    mlir-translate run holding all six sources: fewer than a first early run, so the first compile to ask sends
+    it, as it does in a build that names a remote cache (where runs wait for a compile to ask; a cached compile
+    asks for none: tests/test_remote_cache.py)."""
     from conftest import CORPUS, instantiate
     from mlirgpu import toolchain
     from sconsutil import TOOLPATH
@@ -233,8 +235,8 @@ def test_a_builds_sources_are_translated_together(tmp_path):
         lines.append(f"env.GpuObject('k{index}', 'k{index}.mlir')")
     (project / "SConstruct").write_text("\n".join(lines) + "\n")
     environ = dict(os.environ, MLIR_BIN=str(mlir), MLIRGPU_SERVER="off")
-    run = subprocess.run([SCONS, "-Q", "-j2", "GPU_CACHE=0"], cwd=project, env=environ, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
+    run = subprocess.run([SCONS, "-Q", "-j2", "GPU_CACHE=0"] + ([f"GPU_REMOTE_CACHE={remote}"] if remote else []),
+                         cwd=project, env=environ, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
     assert all((project / f"k{index}.o").exists() for index in range(len(names)))
     assert runs.read_text().splitlines() == ["run"]
