@@ -27,7 +27,7 @@ from . import store
 from .errors import ToolMissing
 
 LLVM_MAJOR = 22
-_EXPECTED_LLVM_MAJOR = [LLVM_MAJOR]  # what llvmlite must bundle here (expect_llvm_major)
+_expected_llvm_major = LLVM_MAJOR  # what llvmlite must bundle in this process (expect_llvm_major)
 DEBIAN_LLVM_BIN = f"/usr/lib/llvm-{LLVM_MAJOR}/bin"
 SEARCH_VARIABLES = ["PATH", "MLIR_BIN", "LLVM_BIN"]  # vendor toolkits add theirs (search_also)
 
@@ -35,11 +35,12 @@ SEARCH_VARIABLES = ["PATH", "MLIR_BIN", "LLVM_BIN"]  # vendor toolkits add their
 def expect_llvm_major(major):
     """The LLVM major llvmlite must bundle in this process: a worker's caller says which its MLIR tools are.
     mlirgpu.llvm_ops checks it when it loads LLVM."""
-    _EXPECTED_LLVM_MAJOR[0] = major
+    global _expected_llvm_major
+    _expected_llvm_major = major
 
 
 def expected_llvm_major():
-    return _EXPECTED_LLVM_MAJOR[0]
+    return _expected_llvm_major
 
 
 def search_also(*names):
