@@ -59,6 +59,54 @@ def upstream_objects(path, fmt, toolkit, pipeline=None, opts="", libs=()):
     return [(target, decode(body)) for target, _kind, body in _OBJECT.findall(printed)]
 
 
+def upstream_objects_each_alone(path, fmt, toolkit, pipeline=None, opts="", libs=()):
+    """`upstream_objects`, with each gpu.module of a (lowered) file of several serialized in a copy of the file
+    without the others. LLVM 22's SPIR-V back end keeps label ids from one module's functions to the next in one
+    process (llvm/llvm-project#160613, keyed by where the allocator put them), so upstream's code for a later
+    XeVM module of a file depends on its predecessors' allocations; each module alone is the module's own code,
+    which ours is (tests/test_xevm.py)."""
+    source = path
+    if pipeline:
+        lowered = run_mlir_opt([path, f"--pass-pipeline={pipeline}"])
+        source = path + ".lowered.mlir"
+        with open(source, "w", encoding="utf-8") as handle:
+            handle.write(lowered)
+    with open(source, encoding="utf-8") as handle:
+        text = handle.read()
+    spans = gpu_module_spans(text)
+    if len(spans) < 2:
+        return upstream_objects(source, fmt, toolkit, opts=opts, libs=libs)
+    objects = []
+    for index in range(len(spans)):
+        kept, position = [], 0
+        for other, (start, end) in enumerate(spans):
+            if other != index:
+                kept.append(text[position:start])
+                position = end
+        alone = f"{path}.alone{index}.mlir"
+        with open(alone, "w", encoding="utf-8") as handle:
+            handle.write("".join(kept) + text[position:])
+        objects += upstream_objects(alone, fmt, toolkit, opts=opts, libs=libs)
+    return objects
+
+
+def gpu_module_spans(text):
+    """(start, end) of each gpu.module of an MLIR file, from its header to the brace closing its body (the last
+    brace opened on the header line; the corpus holds no braces inside strings)."""
+    spans = []
+    for match in re.finditer(r"^[ \t]*gpu\.module @", text, re.M):
+        line_end = text.index("\n", match.start())
+        position = text.rindex("{", match.start(), line_end)
+        depth = 0
+        while True:
+            depth += {"{": 1, "}": -1}.get(text[position], 0)
+            if depth == 0:
+                break
+            position += 1
+        spans.append((match.start(), position + 1))
+    return spans
+
+
 def disassemble(bitcode, workdir, name):
     """Text of a bitcode blob, by llvm-dis (for comparing `format=llvm` with our opt.ll)."""
     path = os.path.join(workdir, name + ".bc")
