@@ -60,11 +60,12 @@ def upstream_objects(path, fmt, toolkit, pipeline=None, opts="", libs=()):
 
 
 def upstream_objects_each_alone(path, fmt, toolkit, pipeline=None, opts="", libs=()):
-    """`upstream_objects`, with each gpu.module of a (lowered) file of several serialized in a copy of the file
-    without the others. LLVM 22's SPIR-V back end keeps label ids from one module's functions to the next in one
-    process (llvm/llvm-project#160613, keyed by where the allocator put them), so upstream's code for a later
-    XeVM module of a file depends on its predecessors' allocations; each module alone is the module's own code,
-    which ours is (tests/test_xevm.py)."""
+    """`upstream_objects`, with each gpu.module of a (lowered) file of several serialized first in a process of
+    its own. LLVM 22's SPIR-V back end keeps label ids from one module's functions to the next in one process
+    (llvm/llvm-project#160613, keyed by where the allocator put them), so upstream's code for a later XeVM module
+    of a file depends on its predecessors' allocations; a module serialized first has none, and gives the
+    module's own code, which ours is (tests/test_xevm.py). Moving a module first changes no symbol: host code
+    that launches the others still finds them."""
     source = path
     if pipeline:
         lowered = run_mlir_opt([path, f"--pass-pipeline={pipeline}"])
@@ -76,17 +77,20 @@ def upstream_objects_each_alone(path, fmt, toolkit, pipeline=None, opts="", libs
     spans = gpu_module_spans(text)
     if len(spans) < 2:
         return upstream_objects(source, fmt, toolkit, opts=opts, libs=libs)
+    modules = [text[start:end] for start, end in spans]
     objects = []
-    for index in range(len(spans)):
-        kept, position = [], 0
-        for other, (start, end) in enumerate(spans):
-            if other != index:
-                kept.append(text[position:start])
-                position = end
-        alone = f"{path}.alone{index}.mlir"
-        with open(alone, "w", encoding="utf-8") as handle:
-            handle.write("".join(kept) + text[position:])
-        objects += upstream_objects(alone, fmt, toolkit, opts=opts, libs=libs)
+    for index, module in enumerate(modules):
+        order = [module] + modules[:index] + modules[index + 1 :]
+        pieces, position = [], 0
+        for (start, end), placed in zip(spans, order):
+            pieces += [text[position:start], placed]
+            position = end
+        first = f"{path}.first{index}.mlir"
+        with open(first, "w", encoding="utf-8") as handle:
+            handle.write("".join(pieces) + text[position:])
+        header = module[: module.index("\n")]
+        targets = len(re.findall(r"#\w+\.target\b", header[header.find("[") : header.rfind("]") + 1]))
+        objects += upstream_objects(first, fmt, toolkit, opts=opts, libs=libs)[:targets]
     return objects
 
 

@@ -4,8 +4,8 @@ For every corpus file, chip (sm_80, sm_90, gfx90a, gfx942, pvc, bmg) and O level
 HSACO and SPIR-V we dump equal upstream's `format=isa|bin|fatbin` objects byte for byte, and our `opt.ll` equals
 upstream's `format=llvm` bitcode (both printed by llvm-dis). Upstream's XeVM assembly object is the text with a
 NUL; every SPIR-V binary passes `spirv-val`, and what we embed for XeVM's format isa is upstream's object plus the
-NUL its host glue adds. XeVM modules are compared with upstream's code for each module in a file of its own:
-LLVM 22's SPIR-V back end lets a module's label ids depend on the modules before it in one process (see
+NUL its host glue adds. XeVM modules are compared with upstream's code for each module serialized first: LLVM 22's
+SPIR-V back end lets a module's label ids depend on the modules before it in one process (see
 oracle.upstream_objects_each_alone), and ours compiles each as if alone.
 
 A corpus file may narrow or widen its cases with comment lines at its top:
@@ -105,7 +105,7 @@ def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_
     stems = [job.stem for job in result.jobs]
     pipeline = _pipeline(target, chip, level) if neutral else None
 
-    # Code generation: XeVM's modules against upstream's for each module alone (see oracle).
+    # Code generation: XeVM's modules against upstream's for each module serialized first (see oracle).
     generated = oracle.upstream_objects_each_alone if target == "xevm" else oracle.upstream_objects
     suffix = SUFFIX[target]
     for fmt in FORMATS[target]:
