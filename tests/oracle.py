@@ -38,18 +38,23 @@ def run_mlir_opt(args, cwd=None):
     return result.stdout
 
 
+def _lowered(path, pipeline):
+    """The file to serialize: `path`, or with `pipeline`, a copy lowered by that pass pipeline."""
+    if not pipeline:
+        return path
+    lowered = run_mlir_opt([path, f"--pass-pipeline={pipeline}"])
+    with open(path + ".lowered.mlir", "w", encoding="utf-8") as handle:
+        handle.write(lowered)
+    return path + ".lowered.mlir"
+
+
 def upstream_objects(path, fmt, toolkit, pipeline=None, opts="", libs=()):
     """[(target attribute text, object bytes)] in module order, as upstream serializes them.
 
     fmt: isa | bin | fatbin | llvm. With `pipeline`, the file is first lowered with that pass pipeline. `opts`
     and `libs` are the pass's `opts` and `l` options.
     """
-    source = path
-    if pipeline:
-        lowered = run_mlir_opt([path, f"--pass-pipeline={pipeline}"])
-        source = path + ".lowered.mlir"
-        with open(source, "w", encoding="utf-8") as handle:
-            handle.write(lowered)
+    source = _lowered(path, pipeline)
     options = f"format={fmt} toolkit={toolkit}"
     if opts:  # a value in double quotes keeps them (upstream strips one pair itself); else single quotes
         options += f" opts={opts}" if opts.startswith('"') else f" opts='{opts}'"
@@ -66,12 +71,7 @@ def upstream_objects_each_alone(path, fmt, toolkit, pipeline=None, opts="", libs
     of a file depends on its predecessors' allocations; a module serialized first has none, and gives the
     module's own code, which ours is (tests/test_xevm.py). Moving a module first changes no symbol: host code
     that launches the others still finds them."""
-    source = path
-    if pipeline:
-        lowered = run_mlir_opt([path, f"--pass-pipeline={pipeline}"])
-        source = path + ".lowered.mlir"
-        with open(source, "w", encoding="utf-8") as handle:
-            handle.write(lowered)
+    source = _lowered(path, pipeline)
     with open(source, encoding="utf-8") as handle:
         text = handle.read()
     spans = gpu_module_spans(text)
