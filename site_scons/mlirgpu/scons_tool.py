@@ -200,9 +200,14 @@ def worker_environment(env):
     environ.update((name, value) for name, value in search_environment(env) if value)
     if not _bool(setting(env, "GPU_CACHE")):
         environ["MLIRGPU_CACHE"] = "off"
-    if setting(env, "GPU_REMOTE_CACHE"):
-        environ["MLIRGPU_REMOTE_CACHE"] = str(setting(env, "GPU_REMOTE_CACHE"))
+    if _remote_cache(env):
+        environ[remotecache.VARIABLE] = _remote_cache(env)
     return environ
+
+
+def _remote_cache(env):
+    """The remote cache an object's compiles use: GPU_REMOTE_CACHE, else $MLIRGPU_REMOTE_CACHE, or ''."""
+    return str(setting(env, "GPU_REMOTE_CACHE") or os.environ.get(remotecache.VARIABLE, "")).strip()
 
 
 def _executor(env):
@@ -531,8 +536,7 @@ class _Translations:
             from .batch import Batches  # only for builds with something to compile
 
             # With a remote cache, runs wait for a compile that asks (the first stale object's setting decides).
-            remote = setting(env, "GPU_REMOTE_CACHE") or os.environ.get(remotecache.VARIABLE, "").strip()
-            self.batches = Batches(_jobs(), early=not remote)
+            self.batches = Batches(_jobs(), early=not _remote_cache(env))
         self.batches.add(path)
 
     def get(self, source):
