@@ -91,3 +91,21 @@ def neutral_targets(path, default=("nvvm", "rocdl", "xevm")):
 
 def have(program):
     return shutil.which(program) is not None
+
+
+@pytest.fixture(params=["in-process", "served"])
+def served(request):
+    """Environment variables for a command run in its own process, or through a compile server of this test's
+    own (started by the command, stopped after the test): fault and hostile-input tests run both ways, since a
+    served compile crosses a socket, a runner and the server's workers that an in-process one never meets."""
+    if request.param == "in-process":
+        yield {}
+        return
+    folder = tempfile.mkdtemp(prefix="mlirgpu-srv-")  # short: the socket's path must fit AF_UNIX's 108 bytes
+    extra = {"MLIRGPU_SERVER": "on", "MLIRGPU_SERVER_DIR": folder, "MLIRGPU_SERVER_IDLE": "60"}
+    yield extra
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "mlirgpu", "server", "stop"], capture_output=True, timeout=60,
+                   env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"), **extra))
+    shutil.rmtree(folder, ignore_errors=True)

@@ -104,9 +104,10 @@ def _scons(folder, *args, env=None):
                           env=env or os.environ, timeout=600)
 
 
-def test_scons(tmp_path):
+def test_scons(tmp_path, served):
     """Every case that SCons does not report itself, as an object of one build under -k: each fails with its
-    one line; none is up to date the next time; a good source beside them builds."""
+    one line; none is up to date the next time; a good source beside them builds (in process and with the
+    build's workers taken from a compile server)."""
     lines = [f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}], GPU_CHIP='sm_80')",
              "env.GpuObject('good', 'good.mlir')"]
     scons_cases = {name: case for name, case in CASES.items() if case.scons is not None and not case.env}
@@ -117,7 +118,7 @@ def test_scons(tmp_path):
     (tmp_path / "SConstruct").write_text("\n".join(lines) + "\n")
     (tmp_path / "good.mlir").write_text(kernel())
     for _attempt in range(2):
-        run = _scons(tmp_path, "DUMP=1")
+        run = _scons(tmp_path, "DUMP=1", env=dict(os.environ, **served))
         assert run.returncode != 0
         assert "Traceback" not in run.stderr
         for name, case in scons_cases.items():
@@ -132,12 +133,12 @@ def test_scons(tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(name for name, case in CASES.items() if case.env))
-def test_scons_environment(name, tmp_path):
+def test_scons_environment(name, tmp_path, served):
     case = CASES[name]
     (tmp_path / "SConstruct").write_text(
         f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\nenv.GpuObject('k', 'k.mlir')\n")
     (tmp_path / "k.mlir").write_text(case.source)
-    run = _scons(tmp_path, env=dict(os.environ, **case.env))
+    run = _scons(tmp_path, env=dict(os.environ, **case.env, **served))
     found = re.findall(r"^scons: \*\*\* \[k\.o\] (.*)$", run.stderr, re.M)
     assert run.returncode != 0 and len(found) == 1 and case.expected in found[0], run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "k.o").exists()

@@ -59,13 +59,13 @@ def toolkits(tmp_path, tool, kind):
 
 @pytest.mark.parametrize("kind", sorted(FAKES))
 @pytest.mark.parametrize("tool", ["ptxas", "ld.lld", "mlir-translate"])
-def test_cli_survives_broken_tools(tool, kind, tmp_path):
+def test_cli_survives_broken_tools(tool, kind, tmp_path, served):
     cuda, rocm, mlir = toolkits(tmp_path, tool, kind)
     family, toolkit = ("rocdl", rocm) if tool == "ld.lld" else ("nvvm", cuda)
     chip = "gfx942" if family == "rocdl" else "sm_80"
     source = instantiate(os.path.join(CORPUS, f"saxpy.{family}.mlir"), tmp_path / "k.mlir", chip, 3)
     out = tmp_path / "k.o"
-    env = dict(ENV, MLIR_BIN=mlir, MLIRGPU_TOOL_TIMEOUT="3", TMPDIR=str(tmp_path / "tmp"))
+    env = dict(ENV, MLIR_BIN=mlir, MLIRGPU_TOOL_TIMEOUT="3", TMPDIR=str(tmp_path / "tmp"), **served)
     (tmp_path / "tmp").mkdir()
     started = time.monotonic()
     run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(out), "--format", "bin",
@@ -116,13 +116,13 @@ def clean_build(tmp_path_factory):
 
 @pytest.mark.parametrize("tool,kind", [("ptxas", "segfault"), ("ld.lld", "garbage"), ("mlir-translate", "hang"),
                                        ("ptxas", "partial")])
-def test_scons_recovers_after_broken_tool(tool, kind, tmp_path, clean_build):
+def test_scons_recovers_after_broken_tool(tool, kind, tmp_path, clean_build, served):
     path = project(tmp_path / "p")
     cuda, rocm, mlir = toolkits(tmp_path, tool, kind)
-    env = dict(os.environ, MLIR_BIN=mlir, MLIRGPU_TOOL_TIMEOUT="3")
+    env = dict(os.environ, MLIR_BIN=mlir, MLIRGPU_TOOL_TIMEOUT="3", **served)
     broken = run_scons(path, f"CUDA={cuda}", f"ROCM={rocm}", env=env)
     assert broken.returncode != 0 and tool in broken.stderr and "Traceback" not in broken.stderr
-    fixed = run_scons(path)
+    fixed = run_scons(path, env=dict(os.environ, **served))
     assert fixed.returncode == 0, fixed.stderr
     names = files(clean_build)
     assert files(path) == names
@@ -130,14 +130,15 @@ def test_scons_recovers_after_broken_tool(tool, kind, tmp_path, clean_build):
     assert "up to date" in run_scons(path).stdout
 
 
-def test_kill_9_mid_build_then_rebuild_is_clean(tmp_path, clean_build):
+def test_kill_9_mid_build_then_rebuild_is_clean(tmp_path, clean_build, served):
     path = project(tmp_path / "p")
+    env = dict(os.environ, **served)
     process = subprocess.Popen([SCONS, "-Q", "-j2", "DUMP=1"], cwd=path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     time.sleep(2.0)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    run = run_scons(path, "-j2")
+    run = run_scons(path, "-j2", env=env)
     assert run.returncode == 0, run.stderr
     names = files(clean_build)
     assert files(path) == names and same_tree(clean_build, path, names) == []
@@ -156,25 +157,26 @@ def _small_filesystem(path, size):
     return grow
 
 
-def test_full_disk_fails_cleanly_then_rebuild_is_clean(tmp_path, clean_build):
+def test_full_disk_fails_cleanly_then_rebuild_is_clean(tmp_path, clean_build, served):
     disk = tmp_path / "disk"
     grow = _small_filesystem(disk, "160k")
     try:
         path = project(disk / "p")
+        env = dict(os.environ, **served)
         if grow:
-            full = run_scons(path)
+            full = run_scons(path, env=env)
         else:  # no mount permission: the same failure from a per-process file size limit
             limit = "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); " \
                     "resource.setrlimit(resource.RLIMIT_FSIZE, (40000, 40000)); sys.argv[0] = 'scons'; " \
                     "from SCons.Script import main; main()"
             full = subprocess.run([sys.executable, "-c", limit, "-Q", "-k", "DUMP=1"], cwd=path,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, env=env)
         assert full.returncode != 0
         assert re.search(r"No space left on device|File too large", full.stderr), full.stderr
         assert "mlirgpu/" not in full.stderr  # no traceback from our code (SCons's own database may complain)
         if grow:
             grow()
-        run = run_scons(path)
+        run = run_scons(path, env=env)
         assert run.returncode == 0, run.stderr
         names = files(clean_build)
         assert files(path) == names and same_tree(clean_build, path, names) == []
