@@ -274,7 +274,7 @@ def _env_options(env, target, source, **paths):
               if option.variable and option.name not in ("chip", "link_libs", "header", "dump_dir")}
     values.update(chip=",".join(_as_list(setting(env, "GPU_CHIP"))), opt_level=values["opt_level"] or None, **paths)
     if values["substitute"]:
-        values["substitute"] = _substitute_dir(env, values["substitute"]).path
+        values["substitute"] = _read_dir(_substitute_dir(env, values["substitute"])).path
     return check_options(_source_path(source[0]), CompileOptions(**values), search_environment(env))
 
 
@@ -282,15 +282,33 @@ _READ_DONE = []  # set once SCons builds: the build files can no longer change a
 
 
 def _source_path(node, absolute=False):
-    """The file to read: the node itself, or its source-tree original under VariantDir(duplicate=0).
+    """The file to read for a source or library node: where SCons itself reads it (see _read_node).
 
     Actions run from the top directory, so they use (path-independent) relative paths; emitters run while an
-    SConscript is read, from its own directory, so they use absolute ones.
+    SConscript is read, from its own directory, so they use absolute ones. A file in a repository outside the top
+    folder has an absolute path either way.
     """
-    source = node.srcnode()
-    if source is not node and not os.path.exists(node.abspath):
-        node = source
+    node = _read_node(node)
     return node.abspath if absolute else node.path
+
+
+def _read_node(node):
+    """The node whose file SCons reads for `node` (its actions get `node.rfile()`): the node itself when its file
+    is there or is built by this build; else its source-tree original under VariantDir (duplicate=0 reads it
+    there, duplicate=1 copies it only when it builds, after the build files are read), or a repository's copy
+    (`scons -Y`, `Repository()`). The emitter, scanner, signature and action all read the same file."""
+    if node.is_derived() or os.path.exists(node.abspath):
+        return node
+    source = node.srcnode()
+    return source.rfile() if source is not node else node.rfile()
+
+
+def _read_dir(folder):
+    """A folder's counterpart of _read_node: the local folder when it is there, else a repository's."""
+    if os.path.isdir(folder.abspath):
+        return folder
+    source = folder.srcnode()
+    return source.rdir() if source is not folder else folder.rdir()
 
 
 def _emitter(target, source, env, shared=False):
@@ -338,7 +356,7 @@ def _depend_on_substitutes(env, obj, source, options):
     removing one (the list of present names is a dependency too)."""
     folder = _substitute_dir(env, options.substitute)
     names = planned_outputs(_source_path(source[0], absolute=True), options)
-    present = [folder.File(name) for name in names if os.path.isfile(folder.File(name).abspath)]
+    present = [node for node in map(folder.File, names) if os.path.isfile(_source_path(node, absolute=True))]
     env.Depends(obj, present + [env.Value("mlirgpu substitutes: " + ",".join(sorted(node.name for node in present)))])
 
 
@@ -386,7 +404,7 @@ def _forget_stale_dumps(env, obj, dump_dir):
 def _library_scanner(node, env, path):
     """The bitcode files a compile of this source may link (device libraries, `link = [...]` files). For one of
     our objects (`path`, see _scanned_object) the options are the object's own, which its signature uses next."""
-    if not node.exists() and not node.srcnode().exists():
+    if not os.path.isfile(_source_path(node, absolute=True)):
         return []
     _READ_DONE[:] = [True]
     try:
