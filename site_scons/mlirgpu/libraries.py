@@ -47,10 +47,10 @@ class Library:
         """The library as text (use-list order kept) with its definitions: name -> (first, last line, refs)."""
         if self._lines is not None:
             return
-        scratch = llvm.create_context()
         llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=true")
         try:
-            text = str(llvm.parse_bitcode(self.data, context=scratch))
+            with llvm.create_context() as scratch, llvm.parse_bitcode(self.data, context=scratch) as module:
+                text = str(module)  # the module closed, then its context: never left to finalizers
         finally:
             llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=false")
         lines = []
@@ -138,11 +138,13 @@ class Library:
         # destination anyway (directives inside kept functions stay).
         text = "\n".join(line for i, line in enumerate(self._lines)
                          if i not in drop and not line.startswith("uselistorder"))
-        return llvm.parse_assembly(text + "\n", context=llvm.create_context()).as_bitcode()
+        with llvm.create_context() as scratch, llvm.parse_assembly(text + "\n", context=scratch) as module:
+            return module.as_bitcode()
 
 
-def load(path, context, strip_named, triple, data_layout, declared):
-    """The library at `path`, reduced to what `declared` (names the destination declares) reaches.
+def reduced_bitcode(path, strip_named, triple, data_layout, declared):
+    """Bitcode of the library at `path`, reduced to what `declared` (names the destination declares) reaches (the
+    caller parses it into its job's context, whose arena owns the module: mlirgpu.llvm_arena).
 
     Known libraries are recognised by their content (read on every use: a worker lives across edits)."""
     with open(path, "rb") as handle:
@@ -151,4 +153,4 @@ def load(path, context, strip_named, triple, data_layout, declared):
     library = _libraries.get(key)
     if library is None:
         library = _libraries[key] = Library(data, strip_named, triple, data_layout)
-    return llvm.parse_bitcode(library.reduced(declared), context=context)
+    return library.reduced(declared)

@@ -6,6 +6,11 @@ process behind one lock, and an LLVM fatal error ends the process that hit it. A
 exactly the module upstream's `ModuleToObject` would, with no text round trip between stages; nothing here knows
 whether a stage's output is dumped (the pipeline prints a module only for a dump).
 
+Every llvmlite object a job keeps between these calls (its contexts, modules and target machine) is
+made in the job's arena (mlirgpu.llvm_arena), which closes them in a fixed order when the job ends, and what a
+call makes only for itself is closed by a `with` before it returns: no LLVM object is ever freed by a finalizer,
+in whatever order the garbage collector runs them.
+
 Emulating upstream (see the shared reference notes): `Linker::linkInModule(lib, LinkOnlyNeeded, internalize)` is
 reproduced with llvmlite's plain `link_in` by giving library definitions the destination does not declare
 `linkonce_odr` linkage (so only referenced ones are pulled in, in order), then internalizing what was imported.
@@ -19,7 +24,8 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from . import libraries as device_libraries
-from . import optnone, toolchain
+from . import llvm_arena, optnone, toolchain
+from .llvm_arena import CONTEXT, MACHINE, MODULE
 from .errors import CompileError
 
 _LOCAL = {"internal", "private"}
@@ -48,8 +54,35 @@ def _initialize():
 _initialize()
 
 
+def _own(kind, obj):
+    return llvm_arena.current().own(kind, obj)
+
+
+def _listed(iterator):
+    """The values of a llvmlite iterator, which is closed here."""
+    with iterator:
+        return list(iterator)
+
+
+def _functions(module):
+    return _listed(module.functions)
+
+
+def _global_variables(module):
+    return _listed(module.global_variables)
+
+
+def _link_in(module, other):
+    """Link `other` into `module`; `other` is consumed (marked so, as llvmlite's link does): never closed again."""
+    try:
+        module.link_in(other)
+    finally:
+        other.detach()
+
+
 class LLVMModule:
-    """A job's LLVM module between stages, with its context and the target machine of its chip."""
+    """A job's LLVM module between stages, with its context and the target machine of its chip (all three owned
+    by the job's arena)."""
 
     def __init__(self, module, context, machine):
         self.module = module
@@ -62,18 +95,23 @@ class LLVMModule:
 
 def parse(llvm_ir, triple, chip, features, opt_level):
     """Stage `initial.ll`: parse the translated module, set its triple and data layout from the target machine."""
-    context = llvm.create_context()
-    module = llvm.parse_assembly(llvm_ir, context=context)
-    machine = llvm.Target.from_triple(triple).create_target_machine(
-        cpu=chip, features=features, opt=opt_level, reloc="default", codemodel="default")
-    module.data_layout = str(machine.target_data)
+    context = _own(CONTEXT, llvm.create_context())
+    module = _own(MODULE, llvm.parse_assembly(llvm_ir, context=context))
+    machine = _own(MACHINE, llvm.Target.from_triple(triple).create_target_machine(
+        cpu=chip, features=features, opt=opt_level, reloc="default", codemodel="default"))
+    _set_layout(module, machine)
     module.triple = machine.triple
     return LLVMModule(module, context, machine)
 
 
+def _set_layout(module, machine):
+    with machine.target_data as data:
+        module.data_layout = str(data)
+
+
 def parse_checked(llvm_ir):
     """An LLVM module parsed from text and verified (RuntimeError with LLVM's message if it is not valid IR)."""
-    module = llvm.parse_assembly(llvm_ir, context=llvm.create_context())
+    module = _own(MODULE, llvm.parse_assembly(llvm_ir, context=_own(CONTEXT, llvm.create_context())))
     module.verify()
     return module
 
@@ -89,7 +127,7 @@ def defines(module, name):
 def declared_functions(job_module):
     """Names of functions the module declares with external linkage but does not define (what device libraries
     may provide; `extern_weak` declarations do not ask for a library, as upstream's check of external linkage)."""
-    return sorted(f.name for f in job_module.module.functions if f.is_declaration and f.linkage.name == "external")
+    return sorted(f.name for f in _functions(job_module.module) if f.is_declaration and f.linkage.name == "external")
 
 
 def add_control_constants(job_module, constants, flags):
@@ -99,7 +137,7 @@ def add_control_constants(job_module, constants, flags):
     creates them (a target's `pre_link` hook says which); names the module already has are skipped.
     """
     module = job_module.module
-    existing = {g.name for g in module.global_variables}
+    existing = {g.name for g in _global_variables(module)}
     lines = [f'target datalayout = "{module.data_layout}"', f'target triple = "{module.triple}"']
     added = []
     for name, bits, value, align in constants:
@@ -112,14 +150,14 @@ def add_control_constants(job_module, constants, flags):
         lines.append(f"!llvm.module.flags = !{{{refs}}}")
         for i, (behaviour, key, value) in enumerate(flags):
             lines.append(f'!{i} = !{{i32 {behaviour}, !"{key}", i32 {value}}}')
-    extra = llvm.parse_assembly("\n".join(lines) + "\n", context=job_module.context)
-    module.link_in(extra)
+    with llvm.parse_assembly("\n".join(lines) + "\n", context=job_module.context) as extra:
+        _link_in(module, extra)
     for name in added:
         module.get_global_variable(name).linkage = "linkonce_odr"
 
 
 def _definitions(module):
-    for value in list(module.functions) + list(module.global_variables):
+    for value in _functions(module) + _global_variables(module):
         if not value.is_declaration:
             yield value
 
@@ -140,37 +178,44 @@ def link(job_module, libraries):
     """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize."""
     module = job_module.module
     for path, strip_named, retarget in libraries:
-        declared = {v.name for v in list(module.functions) + list(module.global_variables) if v.is_declaration}
+        declared = {v.name for v in _functions(module) + _global_variables(module) if v.is_declaration}
         try:
-            library = device_libraries.load(path, job_module.context, strip_named,
-                                            module.triple if retarget else None,
-                                            module.data_layout if retarget else None, declared)
+            bitcode = device_libraries.reduced_bitcode(path, strip_named, module.triple if retarget else None,
+                                                       module.data_layout if retarget else None, declared)
+            library = llvm.parse_bitcode(bitcode, context=job_module.context)
         except (RuntimeError, OSError) as exc:
             raise RuntimeError(f"cannot read bitcode library '{path}': {str(exc).strip()}") from exc
-        imported = []
-        for value in _definitions(library):
-            imported.append(value.name)
-            if str(value.linkage.name) not in _KEEP_LINKAGE and value.name not in declared:
-                value.linkage = "linkonce_odr"
-        defined_before = {name for name in imported if _definition(module, name) is not None}
-        module.link_in(library)
-        for name in imported:
-            value = None if name in defined_before else _definition(module, name)
-            if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
-                value.linkage = "internal"
-                value.visibility = "default"
+        with library:
+            _link_library(module, library, declared)
     return job_module
+
+
+def _link_library(module, library, declared):
+    """Link `library` (consumed) into `module` only-needed, then internalize what it brought."""
+    imported = []
+    for value in _definitions(library):
+        imported.append(value.name)
+        if str(value.linkage.name) not in _KEEP_LINKAGE and value.name not in declared:
+            value.linkage = "linkonce_odr"
+    defined_before = {name for name in imported if _definition(module, name) is not None}
+    _link_in(module, library)
+    for name in imported:
+        value = None if name in defined_before else _definition(module, name)
+        if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
+            value.linkage = "internal"
+            value.visibility = "default"
 
 
 def optimize(job_module, opt_level):
     """Stage `opt.ll`: LLVM's default per-module pipeline at O<opt_level>, as MLIR's OptUtils builds it."""
-    tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    tuning.loop_unrolling = True
-    tuning.loop_interleaving = True
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    builder = llvm.create_pass_builder(job_module.machine, tuning)
-    builder.getModulePassManager().run(job_module.module, builder)
+    with llvm.create_pipeline_tuning_options(speed_level=opt_level) as tuning:
+        tuning.loop_unrolling = True
+        tuning.loop_interleaving = True
+        tuning.loop_vectorization = True
+        tuning.slp_vectorization = True
+        with llvm.create_pass_builder(job_module.machine, tuning) as builder, \
+                builder.getModulePassManager() as passes:
+            passes.run(job_module.module, builder)
     return job_module
 
 
@@ -234,10 +279,13 @@ def _forked(produce, what):
 
 
 def object_from_ir(ir_text, triple=HOST_TRIPLE):
-    """A position-independent ELF relocatable object from host LLVM IR (built by mlirgpu.embed)."""
-    context = llvm.create_context()
-    module = llvm.parse_assembly(ir_text, context=context)
-    machine = llvm.Target.from_triple(triple).create_target_machine(reloc="pic", codemodel="default")
-    module.data_layout = str(machine.target_data)
-    module.triple = triple
-    return machine.emit_object(module)
+    """A position-independent ELF relocatable object from host LLVM IR (built by mlirgpu.embed); its LLVM objects
+    are closed before it returns."""
+    with llvm_arena.Arena():
+        context = _own(CONTEXT, llvm.create_context())
+        module = _own(MODULE, llvm.parse_assembly(ir_text, context=context))
+        machine = _own(MACHINE, llvm.Target.from_triple(triple).create_target_machine(reloc="pic",
+                                                                                      codemodel="default"))
+        _set_layout(module, machine)
+        module.triple = triple
+        return machine.emit_object(module)

@@ -11,6 +11,7 @@ mlirgpu.api and mlirgpu.workers). Progress and stage outputs leave through callb
 before each step (a worker passes it to its caller, which names the step if LLVM aborts), and the dump folder's
 `stage_output` (mlirgpu.dumps), so no stage knows whether anything is dumped or watched.
 """
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,7 +21,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import compileentry, embed, process, remotecache, repro, stagecache, stages, substitute, toolchain, trace
+from . import compileentry, embed, llvm_arena, process, remotecache, repro, stagecache, stages, substitute, toolchain
+from . import trace
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -123,6 +125,15 @@ def _substitute_loader(compile_, job, stage, kernels):
 
 
 def run_job(compile_, job, llvm_ir):
+    """Run the stage table for one job (see _run_stages). The LLVM objects its stages make belong to the job's
+    arena, which closes them when the job ends, also on error (mlirgpu.llvm_arena): the job's output holds text
+    and bytes only, never a module that the garbage collector would free in its own order."""
+    with llvm_arena.Arena():
+        result = _run_stages(compile_, job, llvm_ir)
+    return JobOutput(dataclasses.replace(result.assembly, module=None), result.binaries)
+
+
+def _run_stages(compile_, job, llvm_ir):
     """Run the stage table for one job: each stage's output is the next one's input.
 
     With the stage cache, a stage whose key (its input's hash and its context) is stored is not run: its output
