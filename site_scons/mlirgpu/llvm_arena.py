@@ -5,10 +5,10 @@ llvmlite frees an LLVM object in its wrapper's `__del__`. For garbage in a refer
 exception, a callback holding the module it was given) Python runs those finalizers in no fixed order: a context
 freed first frees its modules with it, and a module's own finalizer then frees it again (a crash in
 `LLVMPY_DisposeModule`). So every object a job's stages hand each other is owned by the job's arena from the moment
-it is made; closing the arena closes target machines first, then modules (newest first), then contexts. A closed wrapper's finalizer does nothing, so the collector may find the wrappers in
-any order afterwards. A module linked into another is consumed by the link (llvmlite detaches it): it is never
-closed twice. What leaves a job leaves as text or bytes. Objects that live within one call are closed by a `with`
-in that call instead.
+it is made; closing the arena closes target machines first, then modules (newest first), then contexts. A closed
+wrapper's finalizer does nothing, so the collector may find the wrappers in any order afterwards. A module linked
+into another is consumed by the link (marked so: it is never closed twice). What leaves a job leaves as text or
+bytes. Objects that live within one call are closed by a `with` in that call instead.
 
 No LLVM is loaded here: a job whose stages all come from the stage cache opens and closes an empty arena.
 """
