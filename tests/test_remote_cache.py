@@ -277,6 +277,8 @@ def test_a_server_down_or_hanging_costs_one_warning_and_one_try(tmp_path, fault)
     ("redis://cache:6379/0?ttl=-1", "ttl '-1' is not a number of seconds"),
     ("redis://cache:6379/0?color=blue", "unknown setting 'color'"),
     ("redis://:hunter2@", "is not a redis:// or rediss:// URL"),
+    ("redis://127.0.0.1:99999/0", "MLIRGPU_REMOTE_CACHE: port '99999' is not a port"),
+    ("redis://:hunter2@cache:http/0", "MLIRGPU_REMOTE_CACHE: port 'http' is not a port"),
 ])
 def test_bad_settings_are_clear_errors(tmp_path, url, says):
     source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
@@ -396,3 +398,118 @@ def test_a_second_checkout_fetches_only_its_compile_entries(tmp_path, redis_serv
                 if path.is_file() and path.suffix in (".o", ".h", ".ll", ".isa", ".cubin", ".hsaco", ".fatbin")}
 
     assert outputs(first) == outputs(second) != {}
+
+
+def remote_counts(tmp_path, cache, server):
+    """The remote hits, misses and rejected values `mlirgpu cache stats` counts for the local cache `cache`."""
+    stats = mlirgpu("cache", "stats", cwd=tmp_path, cache=cache, MLIRGPU_REMOTE_CACHE=server.url()).stdout
+    remote = stats.split("remote     ")[1]
+    return {name: int(remote.split(f"  {name}")[1].split()[0]) for name in ("hits", "misses", "rejected")}
+
+
+@pytest.mark.parametrize("swapped", ["compile entries", "every entry"])
+def test_swapped_values_are_misses_and_each_source_gets_its_own_bytes(tmp_path, redis_server, swapped):
+    """A writer of the server swaps two sources' valid entries (the same plan, other chips): each value's seal
+    names the key it was stored under, so on another machine every swapped value is a counted miss and each source
+    gets a cold build's bytes, never the other's object."""
+    client, sources, expected, keys = redis_server.client, {}, {}, {}
+    for name, chip in (("a", "gfx942"), ("b", "gfx90a")):
+        sources[name] = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / f"{name}.mlir", chip, 3)
+        expected[name] = compile_in(tmp_path / f"cold-{name}", sources[name], tmp_path / f"c0-{name}",
+                                    MLIRGPU_CACHE="off")[2]
+        before = set(client.keys("*"))
+        run, _stages, _outputs = compile_in(tmp_path / f"w-{name}", sources[name], tmp_path / f"cw-{name}",
+                                            MLIRGPU_REMOTE_CACHE=redis_server.url())
+        assert run.returncode == 0, run.stderr
+        # largest first: the compile entry (it holds every stage's output and the object)
+        keys[name] = sorted(set(client.keys("*")) - before, key=lambda entry: -len(client.get(entry)))
+    pairs = list(zip(keys["a"], keys["b"]))[: 1 if swapped == "compile entries" else None]
+    for key_a, key_b in pairs:
+        value_a, value_b = client.get(key_a), client.get(key_b)
+        client.set(key_a, value_b)
+        client.set(key_b, value_a)
+    for name in ("a", "b"):
+        run, stages, outputs = compile_in(tmp_path / f"r-{name}", sources[name], tmp_path / f"cr-{name}",
+                                          MLIRGPU_REMOTE_CACHE=redis_server.url())
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        assert outputs == expected[name]
+        assert origins(stages) == ({"cached"} if swapped == "compile entries" else {"ran"})
+        counts = remote_counts(tmp_path, tmp_path / f"cr-{name}", redis_server)
+        assert counts["misses"] >= 1 and counts["rejected"] >= 1, counts
+
+
+def _bound(key, payload, secret=None):
+    from mlirgpu import remotecache
+
+    return remotecache.seal(key.decode(), payload, secret.encode() if secret else None)
+
+
+@pytest.mark.parametrize("value", ["another key's", "an older format's", "bound but unreadable"])
+def test_a_foreign_value_is_a_miss_and_the_compile_runs(tmp_path, redis_server, value):
+    """Values that are sealed but not this key's entry: another key's valid value, a value sealed as an earlier
+    version stored entries (the local format, its sha256 only), and one bound to its key whose payload no stage can
+    read (what a writer without a secret can still write). Each is a miss: the compile runs as cold, no error."""
+    from mlirgpu import store
+
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    _run, _stages, expected = compile_in(tmp_path / "a", source, tmp_path / "ca", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    keys = sorted(redis_server.client.keys("*"))
+    values = [redis_server.client.get(key) for key in keys]
+    for index, key in enumerate(keys):
+        redis_server.client.set(key, {
+            "another key's": lambda: values[index - 1],
+            "an older format's": lambda: store.seal(b"\xff\xfe not an output of ours"),
+            "bound but unreadable": lambda: _bound(key, b"\xff\xfe not an output of ours"),
+        }[value]())
+    run, stages, outputs = compile_in(tmp_path / "b", source, tmp_path / "cb", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert origins(stages) == {"ran"} and outputs == expected
+
+
+def test_with_a_secret_only_entries_written_with_it_are_hits(tmp_path, redis_server):
+    """MLIRGPU_REMOTE_CACHE_SECRET: a writer without the team's secret, or with another one, cannot give its
+    entries to a reader that has it (misses, the compile runs, right bytes); the reader's own entries replace
+    the ones it could not use, and serve the next machine with the secret."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    expected = compile_in(tmp_path / "cold", source, tmp_path / "c0", MLIRGPU_CACHE="off")[2]
+    url = redis_server.url()
+    steps = [("no secret", None, {"ran"}), ("team", "team secret", {"ran"}), ("team again", "team secret", {"cached"}),
+             ("another secret", "another secret", {"ran"}), ("no secret again", None, {"ran"})]
+    for index, (name, secret, how) in enumerate(steps):
+        env = {"MLIRGPU_REMOTE_CACHE_SECRET": secret} if secret else {}
+        run, stages, outputs = compile_in(tmp_path / f"m{index}", source, tmp_path / f"c{index + 1}",
+                                          MLIRGPU_REMOTE_CACHE=url, **env)
+        assert run.returncode == 0 and run.stderr == "", (name, run.stderr)
+        assert origins(stages) == how and outputs == expected, name
+        assert "team secret" not in run.stderr
+    assert remote_counts(tmp_path, tmp_path / "c2", redis_server)["hits"] == 0
+
+
+def test_a_value_is_bound_to_its_key_and_secret(tmp_path, redis_server):
+    """The tier itself: two entries swapped, one truncated at every length, one written with another secret or
+    none: all misses, counted as misses and as rejected values."""
+    from mlirgpu import remotecache
+
+    breaker = str(tmp_path / "breaker")
+    writer = remotecache.RemoteTier(redis_server.url(), breaker)
+    writer.put("one", b"first payload")
+    writer.put("two", b"second payload")
+    assert writer.get_many(["one", "two"]) == [b"first payload", b"second payload"]
+    client, prefix = redis_server.client, remotecache._PREFIX
+    one, two = client.get(prefix + "one"), client.get(prefix + "two")
+    client.set(prefix + "one", two)
+    client.set(prefix + "two", one)
+    reader = remotecache.RemoteTier(redis_server.url(), breaker)
+    assert reader.get_many(["one", "two"]) == [None, None]
+    assert reader.counts == {"remote_hits": 0, "remote_misses": 2, "remote_stores": 0, "remote_rejected": 2}
+    for length in range(len(one)):
+        client.set(prefix + "one", one[:length])
+        assert reader.get("one") is None
+    client.set(prefix + "one", one)
+    assert reader.get("one") == b"first payload"
+    keyed = remotecache.RemoteTier(redis_server.url(), breaker, secret=b"team")
+    assert keyed.get("one") is None
+    keyed.put("one", b"first payload")  # replaces the value it could not use
+    assert keyed.get("one") == b"first payload"
+    assert remotecache.RemoteTier(redis_server.url(), breaker, secret=b"other").get("one") is None
+    assert reader.get("one") is None

@@ -175,7 +175,8 @@ def _cache(args):
         print(f"remote     {remotecache.shown(remote)}\n"
               f"  hits     {stats['remote_hits']}\n"
               f"  misses   {stats['remote_misses']}{rate}\n"
-              f"  stores   {stats['remote_stores']}")
+              f"  stores   {stats['remote_stores']}\n"
+              f"  rejected {stats['remote_rejected']} (values sealed for another key or secret, or damaged: misses)")
     return 0
 
 

@@ -59,16 +59,16 @@ def translate_pieces(pieces, source):
         return _translate_crash_safe(pieces, source)
     tool = toolchain.identity(toolchain.llvm_tool("mlir-translate"))
     keys = [stagecache.key("translate", piece, tool, __version__) for piece in pieces]
-    found = cache.get_many(keys)
-    missing = [index for index, payload in enumerate(found) if payload is None]
+    found = [stagecache.restored(bytes.decode, payload) for payload in cache.get_many(keys)]
+    missing = [index for index, text in enumerate(found) if text is None]
     try:
-        if missing:  # one run for every piece not in the cache
+        if missing:  # one run for every piece not in the cache (or whose entry is no text)
             for index, text in zip(missing, _translate_crash_safe([pieces[index] for index in missing], source)):
-                found[index] = text.encode("utf-8")
-                cache.put(keys[index], found[index])
+                found[index] = text
+                cache.put(keys[index], text.encode("utf-8"))
     finally:
         cache.flush()
-    return [payload.decode("utf-8") for payload in found]
+    return found
 
 
 def _translate_crash_safe(pieces, source):

@@ -167,10 +167,10 @@ def _run_stages(compile_, job, llvm_ir):
             continue
         key = stagecache.key(stage.suffix, digest, *stage.context(compile_, job)) if cache else None
         payload = cache.get(key) if cache else None
-        output = stage.restore(payload) if payload is not None else None
-        if stage.suffix == stages.BINARY and output is not None and \
+        output = stagecache.restored(stage.restore, payload)
+        if output is None or stage.suffix == stages.BINARY and \
                 set(output) != set(stages.binary_dumps(job.target, compile_.options.format)):
-            payload = output = None  # an entry of another layout: never half the dumps
+            payload = output = None  # an entry no stage wrote, or of another layout: never half the dumps
         if payload is not None:
             live = None
             origin[stage.suffix] = "cached"

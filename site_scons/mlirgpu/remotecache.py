@@ -5,11 +5,17 @@ PyPI, which speaks to both servers).
     MLIRGPU_REMOTE_CACHE=redis://[:PASSWORD@]HOST:PORT/DB[?mode=read][&ttl=SECONDS]   (rediss:// for TLS)
     MLIRGPU_REMOTE_CACHE_PASSWORD   the password, kept out of the URL (and so out of logs and build files)
     MLIRGPU_REMOTE_CACHE_TIMEOUT    seconds one request may take (default 0.5)
+    MLIRGPU_REMOTE_CACHE_SECRET     the team's secret: only entries written with it are read
 
 The stage cache looks here after a local miss, and a remote hit fills the local cache; what a compile stores goes
 to both, unless `mode=read` (a CI job building untrusted changes reads the team's entries and cannot poison them).
-An entry is one blob, the local cache's sealed format (its sha256 first): a partly written, evicted or foreign
-value fails the check and is a miss, never a wrong output. Keys are the stage cache's keys, which hold the input's
+An entry is one blob, `MAGIC + tag + payload`, whose tag is an HMAC-SHA256 over the entry's Redis key and its
+payload: with the team's secret as the HMAC's key when one is set, else a public constant (a keyed hash that
+still binds the value to its key). A value stored under another key (two entries swapped), partly written,
+evicted, of another format, written with another secret or none, fails the check and is a miss (counted as
+rejected too), never another entry's output; and a miss with such a value there replaces it. Without a secret
+anyone who can write to the server can still write entries (`mode=read` keeps CI jobs from it); with one, only
+those who hold it. Keys are the stage cache's keys, which hold the input's
 hash, the core version and the identities of llvmlite's LLVM and of every tool that shapes the stage. Entries
 expire after `ttl` seconds (default 30 days; Redis's own eviction policy may remove them sooner).
 
@@ -18,6 +24,8 @@ every process of this user's cache (a file beside the local entries): for the ne
 server, so a build pays the timeout about once, prints one warning, and goes on with its local cache.
 """
 import contextlib
+import hashlib
+import hmac
 import os
 import time
 import urllib.parse
@@ -30,6 +38,9 @@ DEFAULT_TTL = 30 * 24 * 3600
 DEFAULT_TIMEOUT = 0.5
 BREAKER_SECONDS = 60
 _PREFIX = "mlirgpu:stage:"
+MAGIC = b"mlirgpu-remote-2\n"  # raised when the tag or the payload's layout changes: older values are misses
+_NO_SECRET = b"mlirgpu remote cache entry, no team secret"
+_TAG = 32
 
 
 _pending = []  # warnings of this process's faults, until a compile's result takes them (take_warnings)
@@ -50,7 +61,7 @@ class RemoteTier:
     """The remote cache named by a URL; `get` and `put` never raise for the server's faults (they open the
     breaker and leave a warning for take_warnings)."""
 
-    def __init__(self, url, breaker_path, password=None, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, url, breaker_path, password=None, timeout=DEFAULT_TIMEOUT, secret=None):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("redis", "rediss") or not parts.hostname:
             raise CompileError(f"{VARIABLE}='{shown(url)}' is not a redis:// or rediss:// URL",
@@ -67,13 +78,15 @@ class RemoteTier:
         if not ttl.isascii() or not ttl.isdigit() or not 0 < int(ttl) <= 10 * 365 * 24 * 3600:
             raise CompileError(f"{VARIABLE}: ttl '{ttl[:40]}' is not a number of seconds", fix="use e.g. ttl=86400")
         self.ttl = int(ttl)
-        self.where = f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path or '/0'}"
+        self.where = f"{parts.scheme}://{parts.hostname}:{_port(parts)}{parts.path or '/0'}"
         self.url = urllib.parse.urlunsplit(parts._replace(query=""))
         self.password = password
         self.timeout = timeout
+        self.secret = secret
         self.breaker_path = breaker_path
         self.client = None
-        self.counts = {"remote_hits": 0, "remote_misses": 0, "remote_stores": 0}
+        self.counts = {"remote_hits": 0, "remote_misses": 0, "remote_stores": 0, "remote_rejected": 0}
+        self.rejected = set()  # keys whose value failed its check: our store replaces it
 
     # The server's faults.
 
@@ -125,19 +138,62 @@ class RemoteTier:
     def get_many(self, keys):
         """The payloads stored under `keys` (None for each missing or damaged one), in one round trip."""
         values = self._ask(lambda client: client.mget([_PREFIX + key for key in keys])) if keys else []
-        payloads = [store.unseal(data) if isinstance(data, bytes) else None for data in values or [None] * len(keys)]
+        payloads = []
+        for key, data in zip(keys, values or [None] * len(keys)):
+            payload = unseal(_PREFIX + key, data, self.secret) if isinstance(data, bytes) else None
+            if data is not None and payload is None:
+                self.rejected.add(key)
+                self.counts["remote_rejected"] += 1
+            payloads.append(payload)
         hits = sum(payload is not None for payload in payloads)
         self.counts["remote_hits"] += hits
         self.counts["remote_misses"] += len(keys) - hits
         return payloads
 
     def put(self, key, payload):
-        """Store `payload` (unless read-only); an entry already there is kept (its content is the same)."""
+        """Store `payload` (unless read-only); an entry already there is kept (its content is the same), unless
+        its value failed the check here (another key's, another secret's, damaged)."""
         if self.mode == "read":
             return
-        stored = self._ask(lambda client: client.set(_PREFIX + key, store.seal(payload), ex=self.ttl, nx=True))
+        value = seal(_PREFIX + key, payload, self.secret)
+        keep = key not in self.rejected
+        stored = self._ask(lambda client: client.set(_PREFIX + key, value, ex=self.ttl, nx=keep))
         if stored:
             self.counts["remote_stores"] += 1
+
+
+def _tag(name, payload, secret):
+    """HMAC-SHA256 of the entry's Redis key `name` (its length first) and its payload."""
+    named = name.encode("utf-8")
+    message = MAGIC + len(named).to_bytes(8, "little") + named + payload
+    return hmac.new(secret or _NO_SECRET, message, hashlib.sha256).digest()
+
+
+def seal(name, payload, secret=None):
+    """The value that stores `payload` under the Redis key `name`: the magic, the tag, the payload."""
+    return MAGIC + _tag(name, payload, secret) + payload
+
+
+def unseal(name, data, secret=None):
+    """The payload of `data` if it is the value sealed for `name` with `secret`, else None."""
+    header = len(MAGIC) + _TAG
+    payload = data[header:]
+    if data[: len(MAGIC)] != MAGIC or not hmac.compare_digest(data[len(MAGIC) : header], _tag(name, payload, secret)):
+        return None
+    return payload
+
+
+def _port(parts):
+    """The URL's port (default 6379); one outside 1 to 65535, or not a number, is an error naming the variable."""
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        text = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise CompileError(f"{VARIABLE}: port '{text[:40]}' is not a port (1 to 65535)",
+                           fix="set it to e.g. redis://cache.example.org:6379/0")
+    return port or 6379
 
 
 def _forget_frames(exc):
@@ -196,4 +252,6 @@ def configured(breaker_path):
     if not 0 < timeout <= 60 or not text.isascii():
         raise CompileError(f"MLIRGPU_REMOTE_CACHE_TIMEOUT='{text[:40]}' is not a number of seconds up to 60",
                            fix="set it to e.g. 0.5, or unset it")
-    return RemoteTier(url, breaker_path, os.environ.get("MLIRGPU_REMOTE_CACHE_PASSWORD") or None, timeout)
+    secret = os.environ.get("MLIRGPU_REMOTE_CACHE_SECRET") or None
+    return RemoteTier(url, breaker_path, os.environ.get("MLIRGPU_REMOTE_CACHE_PASSWORD") or None, timeout,
+                      secret.encode("utf-8", "surrogateescape") if secret else None)

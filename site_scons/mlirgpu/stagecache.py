@@ -69,6 +69,18 @@ def unpack(payload):
     return named
 
 
+def restored(restore, payload):
+    """`restore(payload)`, or None when there is no payload or it does not restore: a value that passed its
+    seal yet is no output of that stage (written under its key by someone without the team's secret, or of an
+    earlier layout) is a miss, and the stage runs, never an internal error."""
+    if payload is None:
+        return None
+    try:
+        return restore(payload)
+    except (ValueError, KeyError, TypeError, IndexError, struct.error):
+        return None
+
+
 class StageCache:
     """The entries under `root` (`<root>/<2 hex>/<key>`), with a statistics file that `flush` updates under a
     lock (once per compile: the counts of its lookups and stores, and the bytes it added)."""
@@ -191,7 +203,7 @@ class StageCache:
             counted = dict(stats)
         return {"folder": self.root, "entries": len(entries), "bytes": counted["size"], "limit": self.limit,
                 **{name: counted.get(name, 0) for name in ("hits", "misses", "stores", "evictions", "remote_hits",
-                                                            "remote_misses", "remote_stores")}}
+                                                            "remote_misses", "remote_stores", "remote_rejected")}}
 
     def clear(self):
         """Remove every entry and the statistics."""
