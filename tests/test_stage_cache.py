@@ -210,6 +210,22 @@ def test_cache_command_and_switches(tmp_path, cache_dir):
     assert bad.returncode == 1 and "MLIRGPU_CACHE_SIZE='lots' is not a size" in bad.stderr
 
 
+@pytest.mark.parametrize("limit, held, says", [("100", 0, "size       0 B of 100 B"),
+                                                ("3000", 2800, "size       2.7 KiB of 2.9 KiB"),
+                                                ("1500K", 2800, "size       2.7 KiB of 1.5 MiB"),
+                                                ("", 0, "size       0 B of 2.0 GiB")])
+def test_cache_stats_shows_sizes_in_units_that_show_them(tmp_path, cache_dir, limit, held, says):
+    """`mlirgpu cache stats` prints the size and the limit in bytes, KiB, MiB or GiB, whichever shows the value
+    (a limit of 100 bytes is not "0 MiB")."""
+    if held:
+        (cache_dir / "stages" / "ab").mkdir(parents=True)
+        (cache_dir / "stages" / "ab" / ("ab" + "0" * 62)).write_bytes(b"x" * held)
+    env = dict(os.environ, MLIRGPU_CACHE_DIR=str(cache_dir), MLIRGPU_CACHE_SIZE=limit)
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "cache", "stats"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert run.returncode == 0 and says in run.stdout, run.stdout
+
+
 def test_scons_gpu_cache_0_stores_nothing(tmp_path, cache_dir):
     project = tmp_path / "p"
     project.mkdir()

@@ -163,7 +163,7 @@ def _cache(args):
     rate = f" ({100 * stats['hits'] / lookups:.0f}% hits)" if lookups else ""
     print(f"folder     {stats['folder']}\n"
           f"entries    {stats['entries']}\n"
-          f"size       {stats['bytes'] / 2**20:.1f} MiB of {stats['limit'] / 2**20:.0f} MiB\n"
+          f"size       {_size(stats['bytes'])} of {_size(stats['limit'])}\n"
           f"hits       {stats['hits']}\n"
           f"misses     {stats['misses']}{rate}\n"
           f"stores     {stats['stores']}\n"
@@ -178,6 +178,15 @@ def _cache(args):
               f"  stores   {stats['remote_stores']}\n"
               f"  rejected {stats['remote_rejected']} (values sealed for another key or secret, or damaged: misses)")
     return 0
+
+
+def _size(count):
+    """`count` bytes in the largest unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024:
+            return f"{count} B" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} TiB"
 
 
 def _compile(args):
