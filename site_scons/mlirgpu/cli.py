@@ -251,8 +251,19 @@ def _remove_stale_outputs(output, header, depfile, source):
             remove_quietly(stale)
 
 
+def _pasted_values(argv):
+    """`argv` with a RUN line's pass flags after `--lowering` joined to it (`--lowering -gpu-lower-to-nvvm-pipeline=...`
+    is how users paste them; argparse would take the flag for one of ours)."""
+    joined = list(argv)
+    for index, word in enumerate(joined[:-1]):
+        if word == "--lowering" and joined[index + 1].startswith("-"):
+            joined[index : index + 2] = ["--lowering=" + joined[index + 1]]
+            break
+    return joined
+
+
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    argv = _pasted_values(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exit_:

@@ -269,6 +269,9 @@ def translate_host(source, jobs, outputs, options):
     pieces = {module.name: _gpu_binary(module, [j for j in jobs if j.module is module], outputs, options)
               for module in source.modules}
     container = sources.replace_modules(source.container, pieces)
+    if source.host_passes:  # the rest of the user's pipeline, as upstream runs it after serializing
+        container = run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={source.host_passes}"], source.path,
+                                  "lowering host code (--lowering, after gpu-module-to-binary)", text=container)
     return run_mlir_tool("mlir-translate", ["--mlir-to-llvmir", "-"], source.path, "translating host code",
                          text=container, fix=f"set {hint('host_code', 'ignore')} to embed only the binaries")
 

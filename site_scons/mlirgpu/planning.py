@@ -7,7 +7,7 @@ and `list-outputs`) and the front ends, so what is declared and what is written 
 import os
 from dataclasses import dataclass, replace
 
-from . import process, stages
+from . import lowering, process, stages
 from .errors import CompileError
 from .naming import file_stem, job_names
 from .options import hint, validate
@@ -52,7 +52,7 @@ def check_options(source, options, environment=None):
     try:
         if PLUGIN_PROBLEMS:
             raise CompileError(PLUGIN_PROBLEMS[0], fix="correct MLIRGPU_TARGETS or make the module importable")
-        options = validate(options, TARGETS)
+        options = validate(lowering.apply(validate(options, TARGETS)), TARGETS)  # an upstream pipeline's asks, where unset
         process.timeout()  # a bad MLIRGPU_TOOL_TIMEOUT is reported before anything runs
     except CompileError as exc:
         raise exc.located(source) from None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from .errors import CompileError
 from .fsutil import read_source
+from . import lowering
 from .options import hint
 from .mlirtext import Unreadable, skip_space, symbol_name, target_list
 from .mlirtools import run_mlir_tool
@@ -39,6 +40,7 @@ class Source:
     path: str
     modules: list
     container: str = ""  # normalised (and lowered) file text; '' when there is no host code
+    host_passes: str = ""  # a user pipeline's passes after its serialization, run on the host code with binaries
 
     @property
     def has_host_code(self):
@@ -69,19 +71,24 @@ _BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}, convert-linalg-
 _SUBGROUP = "test-gpu-subgroup-reduce-lowering{expand-to-shuffles}, "
 
 
-def lower(path, target, chips, features, opt_level, pipeline=""):
+def lower(path, target, chips, features, opt_level, options=None):
     """Outline kernels, attach `target` once per chip, and lower gpu/arith/memref/math/scf to the target's LLVM
-    dialect; or run the user's `pipeline` instead (then attach the target to modules still without one)."""
+    dialect; or run the user's `options.lowering` instead (up to its serialization, if it has one: see
+    lowering.py), then attach the target to the modules still without one, and only to them."""
     what = f"lowering target-neutral code for {target.name}"
     args = ["--mlir-print-local-scope", "--mlir-print-debuginfo"]
-    if pipeline:
-        anchored = pipeline if re.match(r"\s*(builtin\.module|any)\(", pipeline) else f"builtin.module({pipeline})"
-        text = run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={anchored}", *args], path, what + " (--lowering)")
+    if options is not None and options.lowering:
+        pipeline = lowering.expand(options.lowering, path)
+        text = run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={lowering.device_pipeline(pipeline, options)}",
+                                          *args], path, what + " (--lowering)")
         if "gpu.binary" in text and "gpu.module" not in text:
             raise CompileError("the lowering pipeline already serialized the gpu.modules (gpu-module-to-binary)",
                                file=path, fix="end the pipeline before serialization; mlirgpu serializes")
-        return run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={target.attach_pipeline(chips, features, opt_level)}",
-                                          *args], path, what, text=text)
+        bare = [module.name for module in split(text, path) if not module.targets]
+        if not bare:
+            return text
+        attach = target.attach_pipeline(chips, features, opt_level, modules=lowering.only_modules(bare))
+        return run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={attach}", *args], path, what, text=text)
     try:
         return run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={target.lowering_pipeline(chips, features, opt_level)}",
                                           *args], path, what)
@@ -244,7 +251,7 @@ def load(path, options):
             except CompileError as exc:
                 raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
-        lowered = lower(path, target, chips, options.features, opt_level, options.lowering)
+        lowered = lower(path, target, chips, options.features, opt_level, options)
         original = {m.name: m for m in modules if m.targets}
         # Modules that had no target are the build target's jobs, whatever attribute it attaches.
         modules = [original.get(m.name) or replace(m, targets=tuple(replace(attr, target=target) for attr in m.targets))
@@ -253,9 +260,15 @@ def load(path, options):
             check_lowered([m for m in modules if m.name not in original], target, path)
         # Modules that had targets keep them as written (attach-target would have appended one).
         text = replace_modules(lowered, {m.name: m.text for m in modules})
-    container = ""
+    container = host_passes = ""
+    serializing = lowering.expand(options.lowering, path) if options.lowering else None
+    if serializing is not None and serializing.binary is None:
+        serializing = None
     if options.host_code == "compile" and has_host_code(text):
-        container = _lower_host(text, path)
+        if serializing:  # the pipeline lowered the host code up to its serialization; it finishes after it
+            container, host_passes = text, lowering.host_pipeline(serializing)
+        else:
+            container = _lower_host(text, path)
         targets = {m.name: m.targets for m in modules}
         modules = [replace(m, targets=targets.get(m.name, m.targets)) for m in split(container, path)]
     uses = [m for m in modules if "dense_resource<" in m.text]
@@ -266,4 +279,4 @@ def load(path, options):
         ]
         if container:
             container += trailer
-    return Source(path, modules, container)
+    return Source(path, modules, container, host_passes)

@@ -149,7 +149,8 @@ class Target:
         """The pass converting a target-neutral gpu.module to this target's LLVM dialect."""
         raise NotImplementedError
 
-    def _attach(self, chips, features, opt_level):
+    def _attach(self, chips, features, opt_level, modules=""):
+        only = f' module="{modules}"' if modules else ""
         return ", ".join(f"{self.attach_pass}{{chip={chip} O={opt_level}" + (f" features={features}" if features
                                                                                else "") + "}" for chip in chips)
 
@@ -161,9 +162,10 @@ class Target:
                 f"lower-affine, convert-scf-to-cf, gpu.module({self.conversion_pass(chips)}, canonicalize, cse, "
                 "reconcile-unrealized-casts))")
 
-    def attach_pipeline(self, chips, features, opt_level):
-        """Attach this target (once per chip) to gpu.modules that carry none, after a user's own lowering."""
-        return f"builtin.module({self._attach(chips, features, opt_level)})"
+    def attach_pipeline(self, chips, features, opt_level, modules=""):
+        """Attach this target (once per chip) to the gpu.modules whose names match the regex `modules` (those
+        that carry none after a user's own lowering)."""
+        return f"builtin.module({self._attach(chips, features, opt_level, modules)})"
 
     def lowering_fix(self, op, line):
         """What to do about an op the built-in lowering could not convert for this target (`line`: its lowered

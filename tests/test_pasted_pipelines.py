@@ -1,0 +1,162 @@
+"""Upstream's pipelines as given: a RUN line's `mlir-opt` flags (or the same pipeline in pass-pipeline syntax)
+handed to `--lowering` / `GPU_LOWERING` compile the file stage by stage, and the binaries and host LLVM IR are
+byte-identical to what upstream's full RUN line produces (`mlir-opt FILE FLAGS | mlir-translate`).
+
+The corpus (tests/corpus/pipelines) is written here in the style of MLIR's GPU integration tests: host code that
+launches kernels, lowered by `gpu-lower-to-nvvm-pipeline` / `gpu-lower-to-xevm-pipeline` as their RUN lines say.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CORPUS, ROOT
+from mlirgpu import toolchain
+from oracle import decode
+from sconsutil import SCONS, TOOLPATH
+
+PIPELINES = os.path.join(CORPUS, "pipelines")
+ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+_OBJECT = re.compile(r'#gpu\.object<(#\w+\.target(?:<[^>]*>)?)(?:, properties = \{[^}]*\})?, (?:(\w+) = )?'
+                     r'"((?:[^"\\]|\\[0-9A-Fa-f]{2}|\\[\\"nt])*)"')
+
+
+def run_line(path):
+    """The mlir-opt flags of the file's first RUN line (the lowering, as upstream's test gives it)."""
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r"// RUN: mlir-opt %s (.*?)\s*\\?$", line)
+            if match:
+                return match.group(1)
+    raise AssertionError(f"{path} has no mlir-opt RUN line")
+
+
+def upstream(path, flags, workdir):
+    """(objects per module in order, host LLVM IR) of upstream's RUN line: mlir-opt with the flags, then
+    mlir-translate (what mlir-runner would JIT)."""
+    lowered = subprocess.run([toolchain.llvm_tool("mlir-opt"), path, *shlex.split(flags)], capture_output=True,
+                             text=True)
+    assert lowered.returncode == 0, lowered.stderr
+    objects = {}
+    for match in re.finditer(r"gpu\.binary @([\w$.]+)\s*(?:<[^\[]*>)?\s*\[(.*?)\]\s*$", lowered.stdout, re.M):
+        objects[match.group(1)] = [decode(body) for _target, _kind, body in _OBJECT.findall(match.group(2))]
+    host = subprocess.run([toolchain.llvm_tool("mlir-translate"), "--mlir-to-llvmir", "-"], input=lowered.stdout,
+                          capture_output=True, text=True, cwd=workdir)
+    assert host.returncode == 0, host.stderr
+    return objects, host.stdout
+
+
+def as_pass_pipeline(flags):
+    """A RUN line's `-name="options"` flags in pass-pipeline syntax: `name{options}`."""
+    passes = []
+    for word in shlex.split(flags):
+        name, _, value = word.lstrip("-").partition("=")
+        passes.append(f"{name}{{{value}}}" if value else name)
+    return ", ".join(passes)
+
+
+def ours(path, lowering_args, workdir):
+    workdir.mkdir(exist_ok=True)
+    dumps = workdir / "d"
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", path, "-o", str(workdir / "k.o"),
+                          "--dump-intermediates", str(dumps), *lowering_args], capture_output=True, text=True,
+                         env=ENV, cwd=workdir)
+    assert run.returncode == 0, run.stderr
+    return dumps
+
+
+def binary_of(dumps, module, suffixes=(".fatbin", ".cubin", ".spv", ".hsaco", ".isa")):
+    for suffix in suffixes:
+        if (dumps / (module + suffix)).exists():
+            return (dumps / (module + suffix)).read_bytes()
+    raise AssertionError(f"no binary of {module} in {sorted(os.listdir(dumps))}")
+
+
+CASES = sorted(name for name in os.listdir(PIPELINES) if name.endswith(".mlir"))
+
+
+@pytest.mark.parametrize("spelling", ["run-line", "after-equals", "pass-pipeline"])
+@pytest.mark.parametrize("name", CASES)
+def test_a_pasted_pipeline_builds_what_upstreams_run_line_builds(name, spelling, tmp_path):
+    path = os.path.join(PIPELINES, name)
+    flags = run_line(path)
+    args = {"run-line": ["--lowering", *shlex.split(flags)] if len(shlex.split(flags)) == 1 else ["--lowering", flags],
+            "after-equals": [f"--lowering={flags}"],
+            "pass-pipeline": ["--lowering", as_pass_pipeline(flags)]}[spelling]
+    objects, host = upstream(path, flags, tmp_path)
+    dumps = ours(path, args, tmp_path)
+    assert objects, "upstream serialized nothing"
+    for module, binaries in objects.items():
+        assert len(binaries) == 1, f"{module}: the pipeline attaches one target"
+        assert binary_of(dumps, module) == binaries[0], module
+        assert not any(name.startswith(module + ".") and name.count(".") > 2 for name in os.listdir(dumps)), \
+            sorted(os.listdir(dumps))  # one target: no per-chip dump names
+    assert (dumps / "host.ll").read_text() == host
+
+
+def test_the_pipelines_format_chip_and_level_are_taken_unless_the_build_sets_them(tmp_path):
+    """two_launches' RUN line asks for sm_90, O3 and cubins: the compile's record says so; a build that sets
+    the chip gets its own (and upstream's RUN line with that chip gives the same bytes)."""
+    import json
+
+    path = os.path.join(PIPELINES, "two_launches.mlir")
+    flags = run_line(path)
+    dumps = ours(path, ["--lowering", flags], tmp_path)
+    record = json.loads((dumps / "mlirgpu.json").read_text())
+    assert "sm_90" in json.dumps(record) and "cubin" in " ".join(os.listdir(dumps))
+    assert not any(name.endswith(".fatbin") for name in os.listdir(dumps))
+    other = tmp_path / "other"
+    other.mkdir()
+    dumps = ours(path, ["--lowering", flags, "--chip", "sm_80"], other)
+    objects, _host = upstream(path, flags.replace("sm_90", "sm_80"), other)
+    for module, binaries in objects.items():
+        assert binary_of(dumps, module) == binaries[0]
+
+
+def test_a_pass_list_stopped_before_serialization_gets_no_second_target(tmp_path):
+    """The expanded pass list of upstream's pipeline, cut by hand before gpu-module-to-binary, already attached
+    its target: the build's target is attached only to modules still without one, so each module compiles
+    once, with the pipeline's chip and features."""
+    path = os.path.join(PIPELINES, "all_reduce_and.mlir")
+    flags = run_line(path)
+    dumped = subprocess.run([toolchain.llvm_tool("mlir-opt"), "-", "--dump-pass-pipeline",
+                             f"--pass-pipeline=builtin.module({as_pass_pipeline(flags)})", "-o", os.devnull],
+                            input="module {}", capture_output=True, text=True).stderr
+    body = dumped[dumped.index("builtin.module(") :]
+    cut = " ".join(body[: body.index("gpu-module-to-binary")].split()).rstrip(",") + ")"  # on one line, as pasted
+    for chip, build in (("sm_80", []), ("sm_90", ["--chip", "sm_90"])):  # the pipeline's chip, or the build's
+        dumps = ours(path, ["--lowering", cut, "--target", "nvvm", *build], tmp_path / chip)
+        names = sorted(os.listdir(dumps))
+        assert [name for name in names if name.endswith(".isa")] == ["main_kernel.isa"], names
+        assert f".target {chip}\n" in (dumps / "main_kernel.isa").read_text()
+
+
+def test_scons_takes_a_run_lines_pipeline(tmp_path):
+    path = os.path.join(PIPELINES, "all_reduce_and.mlir")
+    flags = run_line(path)
+    (tmp_path / "k.mlir").write_text(open(path, encoding="utf-8").read())
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}], GPU_LOWERING={flags!r})\n"
+        "env.GpuObject('k', 'k.mlir')\n")
+    run = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    objects, host = upstream(path, flags, tmp_path)
+    assert (tmp_path / "k.dumps" / "main_kernel.fatbin").read_bytes() == objects["main_kernel"][0]
+    assert (tmp_path / "k.dumps" / "host.ll").read_text() == host
+    again = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert "up to date" in again.stdout, again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("text", ["-gpu-lower-to-nvvm-pipeline=cubin-chip=sm_80 -split-input-file",
+                                  "gpu-lower-to-nvvm-pipelin{cubin-chip=sm_80}"])
+def test_a_pipeline_mlir_opt_cannot_read_is_one_line_with_the_fix(text, tmp_path):
+    path = os.path.join(PIPELINES, "all_reduce_and.mlir")
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", path, "-o", str(tmp_path / "k.o"),
+                          f"--lowering={text}"], capture_output=True, text=True, env=ENV)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert lines[0].startswith(f"mlirgpu: {path}: error: ") and "(fix: " in lines[0], lines[0]
+    assert not (tmp_path / "k.o").exists()
