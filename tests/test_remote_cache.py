@@ -469,12 +469,14 @@ def test_a_foreign_value_is_a_miss_and_the_compile_runs(tmp_path, redis_server, 
 def test_with_a_secret_only_entries_written_with_it_are_hits(tmp_path, redis_server):
     """MLIRGPU_REMOTE_CACHE_SECRET: a writer without the team's secret, or with another one, cannot give its
     entries to a reader that has it (misses, the compile runs, right bytes); the reader's own entries replace
-    the ones it could not use, and serve the next machine with the secret."""
+    the ones it could not use, and serve the next machine with the secret; a build without a secret does not
+    replace the team's entries (it cannot tell them from damaged ones)."""
     source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
     expected = compile_in(tmp_path / "cold", source, tmp_path / "c0", MLIRGPU_CACHE="off")[2]
     url = redis_server.url()
     steps = [("no secret", None, {"ran"}), ("team", "team secret", {"ran"}), ("team again", "team secret", {"cached"}),
-             ("another secret", "another secret", {"ran"}), ("no secret again", None, {"ran"})]
+             ("no secret again", None, {"ran"}), ("team after it", "team secret", {"cached"}),
+             ("another secret", "another secret", {"ran"})]
     for index, (name, secret, how) in enumerate(steps):
         env = {"MLIRGPU_REMOTE_CACHE_SECRET": secret} if secret else {}
         run, stages, outputs = compile_in(tmp_path / f"m{index}", source, tmp_path / f"c{index + 1}",
@@ -513,3 +515,5 @@ def test_a_value_is_bound_to_its_key_and_secret(tmp_path, redis_server):
     assert keyed.get("one") == b"first payload"
     assert remotecache.RemoteTier(redis_server.url(), breaker, secret=b"other").get("one") is None
     assert reader.get("one") is None
+    reader.put("one", b"first payload")  # without a secret: the value may be the team's, and is kept
+    assert keyed.get("one") == b"first payload"

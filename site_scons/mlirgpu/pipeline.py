@@ -494,7 +494,8 @@ def _dependencies(compile_, jobs, caller_tools):
     changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""
     libraries = set(compile_.dependencies)
     tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools)
-    tools.update(toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate"))
+    tools.update(toolchain.found(*(lambda name=name: toolchain.llvm_tool(name)
+                                   for name in ("mlir-opt", "mlir-translate"))))  # a missing one is no input
     for job in jobs:
         libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
         tools.update(job.target.tools(compile_.options))

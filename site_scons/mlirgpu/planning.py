@@ -69,30 +69,18 @@ def tool_identities(options, environment=None):
     from .version import __version__
     from .targets import TARGETS
 
-    tools = [lambda name=name: toolchain.llvm_tool(name, environment) for name in ("mlir-opt", "mlir-translate")]
-    for target in TARGETS.values():
-        tools += [lambda path=path: path for path in _tools_of(target, options, environment)]
+    tools = toolchain.found(*(lambda name=name: toolchain.llvm_tool(name, environment)
+                              for name in ("mlir-opt", "mlir-translate")))
+    tools += [path for target in TARGETS.values() for path in target.tools(options, environment)]
     paths = {}  # base name -> the first tool of that name
-    for find in tools:
-        try:
-            path = find()
-        except CompileError:
-            continue
-        if path and os.path.isfile(path):
-            paths.setdefault(os.path.basename(path), path)
+    for path in tools:
+        paths.setdefault(os.path.basename(path), path)
     found = toolchain.identities(list(paths.values()), llvmlite=True)
     identities = {"mlirgpu": __version__, "llvmlite": found["llvmlite"]}
     identities.update((name, found[path]) for name, path in paths.items())
     # The MLIR release under one name whatever the tool is called (Debian's is mlir-opt-22).
     identities["mlir"] = next((value for key, value in identities.items() if key.startswith("mlir-opt")), "missing")
     return identities
-
-
-def _tools_of(target, options, environment):
-    try:
-        return target.tools(options, environment)
-    except CompileError:  # a target whose toolkit is missing: nothing of it shapes this build
-        return []
 
 
 def plan(modules, source, options):

@@ -9,13 +9,14 @@ PyPI, which speaks to both servers).
 
 The stage cache looks here after a local miss, and a remote hit fills the local cache; what a compile stores goes
 to both, unless `mode=read` (a CI job building untrusted changes reads the team's entries and cannot poison them).
-An entry is one blob, `MAGIC + tag + payload`, whose tag is an HMAC-SHA256 over the entry's Redis key and its
-payload: with the team's secret as the HMAC's key when one is set, else a public constant (a keyed hash that
-still binds the value to its key). A value stored under another key (two entries swapped), partly written,
-evicted, of another format, written with another secret or none, fails the check and is a miss (counted as
-rejected too), never another entry's output; and a miss with such a value there replaces it. Without a secret
-anyone who can write to the server can still write entries (`mode=read` keeps CI jobs from it); with one, only
-those who hold it. Keys are the stage cache's keys, which hold the input's
+An entry is one blob, `MAGIC + mode + tag + payload`, whose tag is an HMAC-SHA256 over the entry's Redis key
+and its payload: with the team's secret as the HMAC's key when one is set (mode `k`), else a public constant
+(mode `p`: a keyed hash that still binds the value to its key). A value stored under another key (two entries
+swapped), partly written, of another format, written with another secret or none, fails the check and is a miss
+(counted as rejected too), never another entry's output. Our store then replaces such a value, except that a
+build without a secret leaves the values written with one (they may be the team's, which it cannot check).
+Without a secret anyone who can write to the server can still write entries (`mode=read` keeps CI jobs from
+it); with one, only those who hold it. Keys are the stage cache's keys, which hold the input's
 hash, the core version and the identities of llvmlite's LLVM and of every tool that shapes the stage. Entries
 expire after `ttl` seconds (default 30 days; Redis's own eviction policy may remove them sooner).
 
@@ -40,6 +41,7 @@ BREAKER_SECONDS = 60
 _PREFIX = "mlirgpu:stage:"
 MAGIC = b"mlirgpu-remote-2\n"  # raised when the tag or the payload's layout changes: older values are misses
 _NO_SECRET = b"mlirgpu remote cache entry, no team secret"
+_KEYED, _PUBLIC = b"k", b"p"
 _TAG = 32
 
 
@@ -86,7 +88,7 @@ class RemoteTier:
         self.breaker_path = breaker_path
         self.client = None
         self.counts = {"remote_hits": 0, "remote_misses": 0, "remote_stores": 0, "remote_rejected": 0}
-        self.rejected = set()  # keys whose value failed its check: our store replaces it
+        self.rejected = set()  # keys whose value failed its check and is ours to replace
 
     # The server's faults.
 
@@ -141,9 +143,12 @@ class RemoteTier:
         payloads = []
         for key, data in zip(keys, values or [None] * len(keys)):
             payload = unseal(_PREFIX + key, data, self.secret) if isinstance(data, bytes) else None
-            if data is not None and payload is None:
+            failed = isinstance(data, bytes) and payload is None
+            self.counts["remote_rejected"] += failed
+            if failed and (self.secret or not data.startswith(MAGIC + _KEYED)):
                 self.rejected.add(key)
-                self.counts["remote_rejected"] += 1
+            else:
+                self.rejected.discard(key)
             payloads.append(payload)
         hits = sum(payload is not None for payload in payloads)
         self.counts["remote_hits"] += hits
@@ -152,7 +157,7 @@ class RemoteTier:
 
     def put(self, key, payload):
         """Store `payload` (unless read-only); an entry already there is kept (its content is the same), unless
-        its value failed the check here (another key's, another secret's, damaged)."""
+        its value failed the check here (another key's, another secret's, damaged: see `rejected`)."""
         if self.mode == "read":
             return
         value = seal(_PREFIX + key, payload, self.secret)
@@ -162,25 +167,25 @@ class RemoteTier:
             self.counts["remote_stores"] += 1
 
 
-def _tag(name, payload, secret):
-    """HMAC-SHA256 of the entry's Redis key `name` (its length first) and its payload."""
+def _head(name, payload, secret):
+    """A value's head: the magic, the mode, and the HMAC-SHA256 of those, of the entry's Redis key `name` (its
+    length first) and of its payload, so the value is valid under that key only."""
+    head = MAGIC + (_KEYED if secret else _PUBLIC)
     named = name.encode("utf-8")
-    message = MAGIC + len(named).to_bytes(8, "little") + named + payload
-    return hmac.new(secret or _NO_SECRET, message, hashlib.sha256).digest()
+    message = head + len(named).to_bytes(8, "little") + named + payload
+    return head + hmac.new(secret or _NO_SECRET, message, hashlib.sha256).digest()
 
 
 def seal(name, payload, secret=None):
-    """The value that stores `payload` under the Redis key `name`: the magic, the tag, the payload."""
-    return MAGIC + _tag(name, payload, secret) + payload
+    """The value that stores `payload` under the Redis key `name`: the magic, the mode, the tag, the payload."""
+    return _head(name, payload, secret) + payload
 
 
 def unseal(name, data, secret=None):
     """The payload of `data` if it is the value sealed for `name` with `secret`, else None."""
-    header = len(MAGIC) + _TAG
-    payload = data[header:]
-    if data[: len(MAGIC)] != MAGIC or not hmac.compare_digest(data[len(MAGIC) : header], _tag(name, payload, secret)):
-        return None
-    return payload
+    size = len(MAGIC) + 1 + _TAG
+    payload = data[size:]
+    return payload if hmac.compare_digest(data[:size], _head(name, payload, secret)) else None
 
 
 def _port(parts):

@@ -85,12 +85,36 @@ def executable(path):
     return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
+_FINDERS = []  # the searches `forget` clears
+
+
+def finder(search):
+    """`search` (a look through this machine's folders for a tool or toolkit, by hashable arguments) remembered
+    per arguments once it finds something, until `forget`. A search that found nothing (None, or ToolMissing) is
+    done again next time: a toolkit installed while a compile server and its workers live is found by the next
+    compile, instead of the error that told the user to install it."""
+    found = {}
+
+    @functools.wraps(search)
+    def remembered(*args):
+        if args not in found:
+            result = search(*args)
+            if result is None:
+                return None
+            found[args] = result
+        return found[args]
+
+    remembered.cache_clear = found.clear
+    _FINDERS.append(remembered)
+    return remembered
+
+
 def llvm_tool(name, environment=None):
     """Absolute path of an MLIR/LLVM tool of the pinned major version."""
     return _llvm_tool(name, environment if environment is not None else search_environment())
 
 
-@functools.lru_cache(maxsize=None)
+@finder
 def _llvm_tool(name, environment):
     env = dict(environment)
     variable = "MLIR_BIN" if name.startswith("mlir") else "LLVM_BIN"
@@ -103,6 +127,18 @@ def _llvm_tool(name, environment):
             return found
     package = _PACKAGE_OF.get(name, "llvm")
     raise ToolMissing(f"{name} (LLVM {LLVM_MAJOR}) not found", fix=INSTALL[package])
+
+
+def found(*searches):
+    """The tools `searches` (functions giving a path, or raising ToolMissing) find, those not found left out: what
+    a signature or cache key is made of (the step that runs a missing tool reports it)."""
+    paths = []
+    for search in searches:
+        try:
+            paths.append(search())
+        except ToolMissing:
+            continue
+    return [path for path in paths if path]
 
 
 def _major_of(tool):
@@ -326,5 +362,5 @@ def _llvmlite_release():
 
 def forget():
     """Drop what was found (a worker does this when its caller's environment changed)."""
-    for cached in (_llvm_tool,):
+    for cached in _FINDERS:
         cached.cache_clear()

@@ -206,9 +206,10 @@ class Target:
         return [Library(path) for path in list(options.link_libs) + list(job.attr.link)]
 
     def library_inputs(self, job, options):
-        """Every file `libraries` may return for this job, whatever the module declares (the stage cache keys
-        the link stage on their contents)."""
-        return list(options.link_libs) + list(job.attr.link)
+        """Every file `libraries` may return for this job that exists, whatever the module declares (the stage
+        cache keys the link stage on their contents; one that is missing is left out, never None: the link stage
+        reports it when the module needs it). Targets add their own through `existing`."""
+        return existing(list(options.link_libs) + list(job.attr.link))
 
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """Paths of the bitcode files a job of this target may link for a module, found without compiling, from
@@ -295,7 +296,9 @@ class Target:
         return []
 
     def tools(self, options, environment=None):
-        """Paths of the external tools this target's compiles run (their identities enter signatures)."""
+        """Paths of the external tools this target's compiles run that are found here (their identities enter
+        signatures and cache keys). One not found is left out, never an error or None: the step that runs it
+        reports it with what to install, whether or not a cache is on (toolchain.found)."""
         return []
 
     def device_libraries(self, options):
@@ -311,6 +314,11 @@ def _processors(triple):
     return tuple(re.findall(r"^\s+(\S+)\s+- ", section, re.M))
 
 
+def existing(paths):
+    """The files among `paths` (None and missing ones left out): what a cache key or a dependency list is made of."""
+    return [path for path in paths if path and os.path.isfile(path)]
+
+
 LOG = "log"  # the binary stage's tool output, kept beside its binaries
 
 
@@ -324,8 +332,13 @@ def tool_log(result, scratch):
 
 def run_tool(argv, what, job, fix=None, names=None):
     """Run a serializer tool; a failure becomes a CompileError with its output and a repro command. `names`
-    maps scratch files to what the user knows them as (the dump names), in the tool's messages."""
+    maps scratch files to what the user knows them as (the dump names), in the tool's messages. The files in
+    those folders that the command names and that are not there before it runs are its outputs: a tool that
+    ends well without writing one (a broken install, a stand-in script) is an error naming it, not a crash of
+    whoever reads the file."""
     label = f"module @{job.module.name} ({job.chip}): {what}"
+    outputs = [arg for arg in argv[1:] if any(arg.startswith(folder) for folder in names or {})
+               and not os.path.exists(arg)]
     result = process.run(argv, label)
     if result.returncode != 0:
         output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
@@ -335,4 +348,9 @@ def run_tool(argv, what, job, fix=None, names=None):
         first = next((line for line in lines if re.search(r"error", line, re.I)), lines[0] if lines else
                      f"exit code {result.returncode}")
         raise CompileError(f"{label} failed: {first}", fix=fix, detail=output + "\nrepro: " + " ".join(argv))
+    unwritten = [path for path in outputs if not os.path.exists(path)]
+    if unwritten:
+        raise CompileError(f"{label} ended without an error but wrote no {os.path.basename(unwritten[0])}",
+                           fix=f"{argv[0]} is not a working {os.path.basename(argv[0])}: reinstall it or use another",
+                           detail="repro: " + " ".join(argv))
     return result

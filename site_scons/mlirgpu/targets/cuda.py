@@ -4,17 +4,17 @@ Found, first hit wins: the `toolkit` option, `$CUDA_PATH`, `$CUDA_HOME`, `$CUDA_
 PATH, `/usr/local/cuda`, then the PyPI wheels `nvidia-cuda-nvcc` + `nvidia-nvvm` (installed as
 `nvidia/cu13/{bin,nvvm}`). A root counts only if it has ptxas and libdevice.
 """
-import functools
 import glob
 import os
 import re
 import sys
 
 from ..errors import ToolMissing
-from ..toolchain import executable, search_also, search_environment, tool_output, which
+from ..options import hint
+from ..toolchain import executable, finder, search_also, search_environment, tool_output, which
 
-INSTALL = ("pip install nvidia-cuda-nvcc nvidia-nvvm, or install a CUDA toolkit and set CUDA_PATH (or the "
-           "toolkit option)")
+INSTALL = ("pip install nvidia-cuda-nvcc nvidia-nvvm, or install a CUDA toolkit and set CUDA_PATH (or "
+           f"{hint('toolkit')})")
 search_also("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")
 
 
@@ -35,7 +35,7 @@ def cuda_toolkit(explicit=None, environment=None):
     return _cuda_toolkit(environment if environment is not None else search_environment())
 
 
-@functools.lru_cache(maxsize=None)
+@finder
 def _cuda_toolkit(environment):
     env = dict(environment)
     candidates = [env[var] for var in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")]
@@ -50,19 +50,24 @@ def _cuda_toolkit(environment):
     return None
 
 
+LIBDEVICE = os.path.join("nvvm", "libdevice", "libdevice.10.bc")
+
+
 def libdevice(toolkit):
     """Path of libdevice.10.bc in a CUDA toolkit, or None."""
     if not toolkit:
         return None
-    path = os.path.join(toolkit, "nvvm", "libdevice", "libdevice.10.bc")
+    path = os.path.join(toolkit, LIBDEVICE)
     return path if os.path.isfile(path) else None
 
 
 def cuda_tool(name, toolkit):
-    """ptxas or fatbinary from the toolkit, with an install hint."""
+    """ptxas or fatbinary from the toolkit; when missing, an error saying what is missing and what to install."""
     path = executable(os.path.join(toolkit, "bin", name)) if toolkit else None
     if not path:
-        raise ToolMissing(f"{name} not found (no CUDA toolkit)", fix=INSTALL)
+        where = f"in the CUDA toolkit {toolkit}" if toolkit else \
+            f"(no CUDA toolkit: one needs bin/ptxas and {LIBDEVICE})"
+        raise ToolMissing(f"{name} not found {where}", fix=INSTALL)
     return path
 
 

@@ -3,13 +3,13 @@ resources from `ptxas -v`."""
 import os
 import re
 
-from .. import process
+from .. import process, toolchain
 from . import cuda
 from ..cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
 from ..naming import file_stem
 from ..options import hint
-from .base import COMMON_PARAMETERS, Library, Target, VendorSection, run_tool
+from .base import COMMON_PARAMETERS, Library, Target, VendorSection, existing, run_tool
 
 
 class NVVM(Target):
@@ -64,18 +64,19 @@ class NVVM(Target):
         """Upstream's order: -l files, the attribute's link=[...], then libdevice whenever a toolkit is known."""
         from ..llvm_ops import declared_functions
 
-        libdevice = cuda.libdevice(self.toolkit(options))
+        root = self.toolkit(options)
+        libdevice = cuda.libdevice(root)
         if libdevice:
             return super().libraries(job, module, options) + [Library(libdevice)]
         needs = [name for name in declared_functions(module) if name.startswith("__nv_")]
         if needs:
+            where = f" ({root} has no {cuda.LIBDEVICE})" if root else ""
             raise ToolMissing(f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was "
-                              "found", fix=cuda.INSTALL)
+                              f"found{where}", fix=cuda.INSTALL)
         return super().libraries(job, module, options)
 
     def library_inputs(self, job, options):
-        libdevice = cuda.libdevice(self.toolkit(options))
-        return super().library_inputs(job, options) + ([libdevice] if libdevice else [])
+        return super().library_inputs(job, options) + existing([cuda.libdevice(self.toolkit(options))])
 
     def binary_suffixes(self, fmt):
         return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
@@ -160,7 +161,8 @@ class NVVM(Target):
 
     def tools(self, options, environment=None):
         root = self.toolkit(options, environment)
-        return [os.path.join(root, "bin", name) for name in ("ptxas", "fatbinary")] if root else []
+        return [path for path in (toolchain.executable(os.path.join(root, "bin", name))
+                                  for name in ("ptxas", "fatbinary")) if path] if root else []
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")

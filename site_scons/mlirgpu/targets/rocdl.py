@@ -11,7 +11,7 @@ from .. import toolchain
 from . import rocm
 from ..errors import CompileError
 from .bundle import make_bundle
-from .base import COMMON_PARAMETERS, Library, Target, VendorSection
+from .base import COMMON_PARAMETERS, Library, Target, VendorSection, existing
 
 _STRIP = ("opencl.ocl.version", "llvm.ident")
 
@@ -147,9 +147,11 @@ class ROCDL(Target):
         return user + [Library(rocm.rocm_library(toolkit, name), _STRIP, True) for name in needed]
 
     def library_inputs(self, job, options):
+        """The -l and link=[...] files and the device libraries the toolkit has (none without one)."""
         root = self.toolkit(options)
-        own = [os.path.join(root, "amdgcn", "bitcode", f"{name}.bc") for name in ("ocml", "ockl", "hip", "opencl")]
-        return super().library_inputs(job, options) + (own if root else [])
+        own = [os.path.join(root, "amdgcn", "bitcode", f"{name}.bc")
+               for name in ("ocml", "ockl", "hip", "opencl")] if root else []
+        return super().library_inputs(job, options) + existing(own)
 
     def binary_suffixes(self, fmt):
         return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
@@ -182,8 +184,8 @@ class ROCDL(Target):
             return amdhsa_kernels(handle.read(), job["chip"])
 
     def tools(self, options, environment=None):
-        return [toolchain.llvm_tool("llvm-mc", environment), rocm.lld(self.toolkit(options, environment),
-                                                                          environment)]
+        return toolchain.found(lambda: toolchain.llvm_tool("llvm-mc", environment),
+                               lambda: rocm.lld(self.toolkit(options, environment), environment))
 
 
 def _directives(block):

@@ -4,14 +4,14 @@ Found, first hit wins: the `toolkit` option, `$ROCM_PATH`, `$ROCM_ROOT`, `$ROCM_
 `rocm-device-libs` location `/usr/lib/<multiarch>`. HSACO links use `<rocm>/llvm/bin/ld.lld` when there is one,
 as upstream, else lld-22.
 """
-import functools
 import glob
 import os
 
 from ..errors import ToolMissing
-from ..toolchain import executable, llvm_tool, search_also, search_environment
+from ..options import hint
+from ..toolchain import executable, finder, llvm_tool, search_also, search_environment
 
-INSTALL = "apt install rocm-device-libs, or set ROCM_PATH (or the toolkit option) to a ROCm root"
+INSTALL = f"apt install rocm-device-libs, or set ROCM_PATH (or {hint('toolkit')}) to a ROCm root"
 search_also("ROCM_PATH", "ROCM_ROOT", "ROCM_HOME")
 
 
@@ -22,7 +22,7 @@ def rocm_toolkit(explicit=None, environment=None):
     return _rocm_toolkit(environment if environment is not None else search_environment())
 
 
-@functools.lru_cache(maxsize=None)
+@finder
 def _rocm_toolkit(environment):
     env = dict(environment)
     candidates = [env[var] for var in ("ROCM_PATH", "ROCM_ROOT", "ROCM_HOME")]
@@ -40,7 +40,8 @@ def rocm_library(toolkit, name):
     """Path of `<toolkit>/amdgcn/bitcode/<name>.bc`, or a ToolMissing error."""
     path = os.path.join(toolkit, "amdgcn", "bitcode", f"{name}.bc") if toolkit else None
     if not path or not os.path.isfile(path):
-        raise ToolMissing(f"ROCm device library {name}.bc not found", fix=INSTALL)
+        where = f"in {os.path.dirname(path)}" if path else "(no ROCm toolkit with amdgcn/bitcode was found)"
+        raise ToolMissing(f"ROCm device library {name}.bc not found {where}", fix=INSTALL)
     return path
 
 
