@@ -288,4 +288,8 @@ def object_from_ir(ir_text, triple=HOST_TRIPLE):
                                                                                       codemodel="default"))
         _set_layout(module, machine)
         module.triple = triple
+        if "@llvm.coro." in ir_text:  # async host code (coroutines): split them first, as LLVM's O0 pipeline does
+            with llvm.create_pipeline_tuning_options(speed_level=0) as tuning, \
+                    llvm.create_pass_builder(machine, tuning) as builder, builder.getModulePassManager() as passes:
+                passes.run(module, builder)
         return machine.emit_object(module)

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import compileentry, embed, llvm_arena, process, remotecache, repro, stagecache, stages, substitute, toolchain
-from . import trace
+from . import lowering, trace
 from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
@@ -270,8 +270,10 @@ def translate_host(source, jobs, outputs, options):
               for module in source.modules}
     container = sources.replace_modules(source.container, pieces)
     if source.host_passes:  # the rest of the user's pipeline, as upstream runs it after serializing
-        container = run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={source.host_passes}"], source.path,
+        container = run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={source.host_passes}",
+                                               "--mlir-print-local-scope", "--mlir-print-debuginfo"], source.path,
                                   "lowering host code (--lowering, after gpu-module-to-binary)", text=container)
+        sources.check_host(container, source.path, lowering.canonical(options.lowering), serialized=True)
     return run_mlir_tool("mlir-translate", ["--mlir-to-llvmir", "-"], source.path, "translating host code",
                          text=container, fix=f"set {hint('host_code', 'ignore')} to embed only the binaries")
 

@@ -229,11 +229,62 @@ def _lower_host(text, path):
                              f"{hint('host_code', 'ignore')} to embed only the binaries")
 
 
+# Host-side dialects the host lowering leaves in place, and the passes that lower them (as upstream's
+# integration tests' RUN lines run them); what follows serialization in a pipeline also needs the last steps.
+_HOST_PASSES = {
+    "vector": "convert-vector-to-scf, convert-scf-to-cf, convert-vector-to-llvm",
+    "async": "async-to-async-runtime, async-runtime-ref-counting, convert-async-to-llvm",
+    "scf": "convert-scf-to-cf",
+    "linalg": "convert-linalg-to-loops, convert-scf-to-cf",
+}
+_LAST_HOST_PASSES = "convert-func-to-llvm, convert-arith-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts"
+_HOST_DIALECTS = ("llvm", "gpu", "builtin")  # what mlir-translate takes in host code with gpu.binary ops
+
+
+def check_host(text, path, before="", serialized=False):
+    """Raise for the first op of host code (outside the gpu.modules) that mlir-translate cannot translate, at its
+    source line, naming the dialect and the `--lowering` that lowers it: `before` (the pipeline the compile ran,
+    or the built-in lowering) followed by the dialect's passes (and the last host passes, when they come after
+    a pipeline's serialization). Instead of mlir-translate's "Dialect not found" at a line of lowered text."""
+    host = re.sub(r"(?ms)^  gpu\.module @.*?^  \}[^\n]*$", "", text)
+    for match in _OP_AT_LINE_START.finditer(host):
+        if match.group(1) in _HOST_DIALECTS:
+            continue
+        op, dialect = f"{match.group(1)}.{match.group(2)}", match.group(1)
+        raise CompileError(f"host code holds '{op}', which the host lowering leaves in place and mlir-translate "
+                           "cannot translate", file=path, line=_op_line(host, match),
+                           fix=_host_fix(dialect, before, serialized))
+
+
+def _op_line(text, match):
+    """The source line of the op at `match`: its location, printed on its line or after its regions' close."""
+    end = text.find("\n", match.end())
+    locations = _LOC_IN_LINE.findall(text[match.start() : end if end >= 0 else len(text)])
+    if not locations:
+        line_start = text.rfind("\n", 0, match.start() + 1) + 1
+        indent = re.match(r"[ \t]*", text[line_start:]).group(0)
+        close = re.compile(rf"^{re.escape(indent)}\}}.*$", re.M).search(text, match.end())
+        locations = _LOC_IN_LINE.findall(close.group(0)) if close else []
+    return int(locations[-1]) if locations else None
+
+
+def _host_fix(dialect, before, serialized):
+    passes = _HOST_PASSES.get(dialect)
+    if not passes:
+        return (f"add the passes that lower the {dialect} dialect to a {hint('lowering')} pipeline (paste the RUN "
+                f"line of the test it comes from); or set {hint('host_code', 'ignore')} to embed only the binaries")
+    if serialized:
+        passes += ", " + _LAST_HOST_PASSES
+    pipeline = f"{before}, {passes}" if before else passes
+    return f"lower it with {hint('lowering', pipeline)}; or set {hint('host_code', 'ignore')} to embed only the binaries"
+
+
 def load(path, options):
     """The gpu.modules of `path`, lowered and given a target from `options` where they carry none; host code
     that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container."""
     text = normalise(path)
     modules = split(text, path)
+    used = ""  # the lowering this compile runs (what a fix for its host code extends)
     if lowering_needed(text, modules):
         if not options.target:
             untargeted = [m for m in modules if not m.targets]
@@ -252,6 +303,8 @@ def load(path, options):
                 raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
         lowered = lower(path, target, chips, options.features, opt_level, options)
+        used = lowering.canonical(options.lowering) if options.lowering else \
+            target.lowering_pipeline(chips, options.features, opt_level)[len("builtin.module(") : -1]
         original = {m.name: m for m in modules if m.targets}
         # Modules that had no target are the build target's jobs, whatever attribute it attaches.
         modules = [original.get(m.name) or replace(m, targets=tuple(replace(attr, target=target) for attr in m.targets))
@@ -269,6 +322,7 @@ def load(path, options):
             container, host_passes = text, lowering.host_pipeline(serializing)
         else:
             container = _lower_host(text, path)
+            check_host(container, path, used)
         targets = {m.name: m.targets for m in modules}
         modules = [replace(m, targets=targets.get(m.name, m.targets)) for m in split(container, path)]
     uses = [m for m in modules if "dense_resource<" in m.text]

@@ -1,0 +1,69 @@
+"""Refusals on real code tell the truth and a fix that works: the test applies the fix the message gives and the
+compile then succeeds (host code with dialects the host lowering leaves in place, upstream pipelines' defaults
+that the toolkit refuses)."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CORPUS, ROOT
+
+REFUSALS = os.path.join(CORPUS, "refusals")
+ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+
+
+def compile_(source, *args, cwd):
+    return subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(cwd / "k.o"), *args],
+                          capture_output=True, text=True, env=ENV, cwd=cwd)
+
+
+def fixed_lowering(message):
+    """The `--lowering '...'` the message's fix gives."""
+    match = re.search(r"--lowering ('(?:[^']|'\\'')*'|\S+)", message)
+    assert match, message
+    return shlex.split(match.group(1))[0]
+
+
+@pytest.mark.parametrize("name,op,lowering", [("host_vector_print", "vector.print", "built-in"),
+                                              ("host_async", "async.execute", "built-in"),
+                                              ("host_async", "async.execute", "upstream pipeline")])
+def test_host_dialects_left_in_place_are_named_with_a_lowering_that_works(name, op, lowering, tmp_path):
+    source = os.path.join(REFUSALS, f"{name}.mlir")
+    first = {"built-in": ["--target", "nvvm", "--chip", "sm_80"],
+             "upstream pipeline": ["--lowering", "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-features=+ptx80}"]}
+    run = compile_(source, *first[lowering], cwd=tmp_path)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    line_of_op = next(i for i, text in enumerate(open(source, encoding="utf-8"), 1)
+                      if op in text and not text.startswith("//"))
+    assert lines[0].startswith(f"mlirgpu: {source}:{line_of_op}: error: host code holds '{op}'"), lines[0]
+    assert "not found" not in lines[0] and "--host-code ignore" in lines[0]
+    build = first[lowering] if lowering == "built-in" else []  # the fixed pipeline replaces the first
+    again = compile_(source, *build, "--lowering", fixed_lowering(lines[0]), "--dump-intermediates",
+                     str(tmp_path / "d"), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "k.o").exists() and (tmp_path / "d" / "host.ll").exists()
+
+
+def test_an_upstream_pipelines_default_chip_that_ptxas_refuses_names_the_fix(tmp_path):
+    """gpu-lower-to-nvvm-pipeline alone means sm_50, which CUDA 13's ptxas refuses: the message says so in one
+    line with the reason (not a cut-off "Log:"), and the chip it names compiles."""
+    source = os.path.join(CORPUS, "pipelines", "all_reduce_and.mlir")
+    run = compile_(source, "--lowering", "-gpu-lower-to-nvvm-pipeline", cwd=tmp_path)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert "sm_50" in lines[0] and "ptxas" in lines[0], lines[0]
+    chip = re.search(r"use (sm_\d+)", lines[0]).group(1)
+    again = compile_(source, "--lowering", "-gpu-lower-to-nvvm-pipeline", "--chip", chip, "--features", "+ptx80",
+                     cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+
+
+def test_upstreams_pipeline_lowers_vector_host_code_itself(tmp_path):
+    source = os.path.join(REFUSALS, "host_vector_print.mlir")
+    run = compile_(source, "--lowering", "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-features=+ptx80}",
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
