@@ -70,8 +70,8 @@ class XeVM(Target):
                     f"addrspace 3, or lower with your own pipeline ({hint('lowering')})")
         return None
 
-    def attach_pipeline(self, chips, features, opt_level):
-        return f"builtin.module({self._attach(chips, '', opt_level)})"
+    def attach_pipeline(self, chips, features, opt_level, modules=""):
+        return f"builtin.module({self._attach(chips, '', opt_level, modules)})"  # xevm-attach-target has no features
 
     def edit_translation(self, module, llvm_ir):
         name = first_kernel(module.text)
