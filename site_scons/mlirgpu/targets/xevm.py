@@ -141,7 +141,8 @@ def _ir_name(name):
 
 def set_sub_group_size(llvm_ir, name, size):
     """`llvm_ir` with function `name` carrying `!intel_reqd_sub_group_size !{i32 size}` (replacing one it has),
-    as `LLVMFuncOp::setIntelReqdSubGroupSize` before translation gives it."""
+    as `LLVMFuncOp::setIntelReqdSubGroupSize` before translation gives it; also on a kernel declared without a
+    body, which upstream's walk finds first as well."""
     header = re.compile(r"^(?:define|declare) [^\n]*?" + re.escape(_ir_name(name)) + r"\([^\n]*$", re.M)
     match = header.search(llvm_ir)
     if match is None:
@@ -149,6 +150,9 @@ def set_sub_group_size(llvm_ir, name, size):
     node = max((int(n) for n in re.findall(r"^!(\d+) = ", llvm_ir, re.M)), default=-1) + 1
     line = re.sub(r" !intel_reqd_sub_group_size ![0-9]+", "", match.group(0))
     attachment = f" !intel_reqd_sub_group_size !{node}"
-    line = line[:-2] + attachment + " {" if line.endswith(" {") else line + attachment
+    if line.startswith("declare"):  # a declaration's attachments follow `declare` (as LLVM prints them)
+        line = "declare" + attachment + line[len("declare") :]
+    else:
+        line = line[:-2] + attachment + " {" if line.endswith(" {") else line + attachment
     text = llvm_ir[: match.start()] + line + llvm_ir[match.end() :]
     return text.rstrip("\n") + f"\n!{node} = !{{i32 {size}}}\n"
