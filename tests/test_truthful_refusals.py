@@ -67,3 +67,27 @@ def test_upstreams_pipeline_lowers_vector_host_code_itself(tmp_path):
     run = compile_(source, "--lowering", "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-features=+ptx80}",
                    cwd=tmp_path)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("name,op,target,chip", [("device_linalg_memref", "linalg.matmul", "nvvm", "sm_90"),
+                                                 ("device_linalg_memref", "linalg.matmul", "rocdl", "gfx942"),
+                                                 ("device_nvgpu_mbarrier", "nvgpu.mbarrier.create", "nvvm", "sm_90")])
+def test_device_dialects_the_built_in_lowering_does_not_take_are_named_with_a_lowering_that_works(
+        name, op, target, chip, tmp_path):
+    source = os.path.join(REFUSALS, f"{name}.mlir")
+    run = compile_(source, "--target", target, "--chip", chip, cwd=tmp_path)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    line_of_op = next(i for i, text in enumerate(open(source, encoding="utf-8"), 1)
+                      if op in text and not text.startswith("//"))
+    assert lines[0].startswith(f"mlirgpu: {source}:{line_of_op}: error: gpu.module @kernels holds '{op}' "
+                               f"({op.split('.')[0]} dialect)"), lines[0]
+    again = compile_(source, "--target", target, "--chip", chip, "--lowering", fixed_lowering(lines[0]),
+                     cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+
+
+def test_an_nvidia_only_dialect_for_another_target_names_the_target_it_needs(tmp_path):
+    source = os.path.join(REFUSALS, "device_nvgpu_mbarrier.mlir")
+    run = compile_(source, "--target", "rocdl", cwd=tmp_path)
+    assert run.returncode == 1 and "(fix: the nvgpu dialect is for nvvm only: set --target nvvm)" in run.stderr

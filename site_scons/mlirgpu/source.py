@@ -69,6 +69,14 @@ def normalise(path):
 # Dialects whose ops the built-in lowering cannot take, and the passes that make them lowerable.
 _BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}, convert-linalg-to-loops, "
 _SUBGROUP = "test-gpu-subgroup-reduce-lowering{expand-to-shuffles}, "
+# Device dialects the built-in lowering does not take, and the passes that make them lowerable (run first); named
+# before it runs, since some fail later with a verifier message about their rewritten bodies (linalg on memrefs:
+# "expected add/mul op in the body").
+_DEVICE_PASSES = {
+    "linalg": "convert-linalg-to-loops, ",
+    "nvgpu": "convert-nvgpu-to-nvvm, ",  # NVIDIA's TMA, mbarrier and warpgroup ops: NVVM only
+}
+_DEVICE_TARGETS = {"nvgpu": ("nvvm",)}
 
 
 def lower(path, target, chips, features, opt_level, options=None):
@@ -111,6 +119,29 @@ _OWN_PIPELINE = ("the built-in lowering takes gpu, arith, math, memref, scf, cf 
                  f"pipeline with {hint('lowering')}")
 _OP_AT_LINE_START = re.compile(r"^[ \t]*(?:%[^=\n]*=[ \t]*)?([a-z_][\w$]*)\.([\w$.]+)", re.M)
 _LOC_IN_LINE = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)')
+
+
+def check_lowerable(modules, target, path, chips, features, opt_level):
+    """Raise for the first op of a target-less module that the built-in lowering does not take, naming its
+    dialect and a `--lowering` that takes it (the built-in one with that dialect's passes first)."""
+    for module in modules:
+        if module.targets:
+            continue
+        for match in _OP_AT_LINE_START.finditer(module.text):
+            dialect = match.group(1)
+            if dialect not in _DEVICE_PASSES:
+                continue
+            op = f"{dialect}.{match.group(2)}"
+            where = f"gpu.module @{module.name} holds '{op}' ({dialect} dialect), which the built-in lowering for " \
+                    f"{target.name} does not take"
+            allowed = _DEVICE_TARGETS.get(dialect)
+            if allowed and target.name not in allowed:
+                raise CompileError(where, file=path, line=_op_line(module.text, match) or module.line,
+                                   fix=f"the {dialect} dialect is for {', '.join(allowed)} only: set {hint('target', allowed[0])}")
+            before = _BUFFERIZE if dialect == "linalg" and "tensor<" in module.text else _DEVICE_PASSES[dialect]
+            suggested = target.lowering_pipeline(chips, features, opt_level, before_all=before)
+            raise CompileError(where, file=path, line=_op_line(module.text, match) or module.line,
+                               fix=f"lower it with {hint('lowering', suggested)}")
 
 
 def check_lowered(modules, target, path):
@@ -302,6 +333,8 @@ def load(path, options):
             except CompileError as exc:
                 raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
+        if not options.lowering:
+            check_lowerable(modules, target, path, chips, options.features, opt_level)
         lowered = lower(path, target, chips, options.features, opt_level, options)
         used = lowering.canonical(options.lowering) if options.lowering else \
             target.lowering_pipeline(chips, options.features, opt_level)[len("builtin.module(") : -1]
