@@ -91,3 +91,22 @@ def test_an_nvidia_only_dialect_for_another_target_names_the_target_it_needs(tmp
     source = os.path.join(REFUSALS, "device_nvgpu_mbarrier.mlir")
     run = compile_(source, "--target", "rocdl", cwd=tmp_path)
     assert run.returncode == 1 and "(fix: the nvgpu dialect is for nvvm only: set --target nvvm)" in run.stderr
+
+
+@pytest.mark.parametrize("target", ["rocdl", "xevm"])
+def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_takes_it(target, tmp_path):
+    from mlirgpu import toolchain
+    from mlirgpu.targets import TARGETS
+
+    source = os.path.join(REFUSALS, "device_cf_assert.mlir")
+    chip = TARGETS[target].default_chip
+    upstream = subprocess.run([toolchain.llvm_tool("mlir-opt"), source,
+                               f"--pass-pipeline={TARGETS[target].lowering_pipeline([chip], '', 2)}"],
+                              capture_output=True, text=True)
+    assert upstream.returncode != 0  # upstream's lowering refuses it too
+    run = compile_(source, "--target", target, cwd=tmp_path)
+    lines = run.stderr.strip().splitlines()
+    line_of_op = next(i for i, text in enumerate(open(source, encoding="utf-8"), 1) if "cf.assert %" in text)
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert lines[0].startswith(f"mlirgpu: {source}:{line_of_op}: error: ") and "cf.assert for NVVM only" in lines[0]
+    assert compile_(source, "--target", "nvvm", cwd=tmp_path).returncode == 0

@@ -112,7 +112,24 @@ def lower(path, target, chips, features, opt_level, options=None):
                 suggested = None
             exc.fix = (target.lowering_fix(op, "") or
                        (f"lower it with your own pipeline: {hint('lowering', suggested)}" if suggested else _OWN_PIPELINE))
+        elif exc.line and target.name not in _NVVM_ONLY_ASSERT and "cf.assert" in _source_line(path, exc.line):
+            exc.fix = (f"MLIR 22 lowers cf.assert for NVVM only (upstream's lowering for {target.name} fails the "
+                       f"same way): remove it from the kernel, or build it for {hint('target', 'nvvm')}")
         raise
+
+
+_NVVM_ONLY_ASSERT = ("nvvm",)  # cf.assert in kernels: only convert-gpu-to-nvvm lowers it (to __assertfail)
+
+
+def _source_line(path, line):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if number == line:
+                    return text
+    except OSError:
+        pass
+    return ""
 
 
 _OWN_PIPELINE = ("the built-in lowering takes gpu, arith, math, memref, scf, cf and affine code; give your own "
