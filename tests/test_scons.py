@@ -240,3 +240,43 @@ def test_a_builds_sources_are_translated_together(tmp_path, remote):
     assert run.returncode == 0 and run.stderr == "", run.stderr
     assert all((project / f"k{index}.o").exists() for index in range(len(names)))
     assert runs.read_text().splitlines() == ["run"]
+
+
+@pytest.mark.parametrize("setting,source,expected", [
+    ("", "[#nvvm.target<chip = 5>, #rocdl.target<chip = 5>]", "k.mlir:3: error: expected string"),
+    ("GPU_CHIP=5", "", "unknown nvvm chip '5' (fix: use one of LLVM's nvvm processors"),
+    ("GPU_OPT_LEVEL=3", "", ""),
+    ("GPU_EXECUTOR=5", None, "'5' is not a Dask scheduler address"),
+    ("GPU_SUBSTITUTE='afile'", None, "GPU_SUBSTITUTE=afile: File "),
+    ("GPU_DUMPDIR='afile'", None, "GPU_DUMPDIR=afile: File "),
+    ("GPU_HEADER='adir'", None, "GPU_HEADER=adir: Directory "),
+    ("GPU_LINKLIBS=['adir']", None, "GPU_LINKLIBS=adir: Directory "),
+    ("GPU_TRACE='adir'", None, "GPU_TRACE=adir: Directory "),
+], ids=["chip = 5 in two targets", "GPU_CHIP=5", "GPU_OPT_LEVEL=3", "GPU_EXECUTOR=5", "GPU_SUBSTITUTE=file",
+        "GPU_DUMPDIR=file", "GPU_HEADER=folder", "GPU_LINKLIBS=folder", "GPU_TRACE=folder"])
+def test_a_value_of_the_wrong_kind_in_a_build_file_is_one_line(tmp_path, setting, source, expected):
+    """Values a build file sets (numbers, a file where a folder is meant, target parameters of the wrong type) are
+    used as text where that is meaningful, else refused with one line naming them; never a traceback while
+    SCons reads the build."""
+    from conftest import CORPUS, instantiate
+    from sconsutil import TOOLPATH
+
+    if source == "":  # no target in the file: the build's GPU_TARGET and GPU_CHIP apply
+        shutil.copy(os.path.join(CORPUS, "vecadd.neutral.mlir"), tmp_path / "k.mlir")
+    else:
+        instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    if source:
+        text = (tmp_path / "k.mlir").read_text()
+        (tmp_path / "k.mlir").write_text(text.replace('[#nvvm.target<chip = "sm_80", O = 3>]', source))
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}], GPU_TARGET='nvvm')\n"
+        + (f"env.Replace({setting})\n" if setting else "") + "env.GpuObject('k', 'k.mlir')\n")
+    run = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert "Traceback" not in run.stderr and "File \"/" not in run.stderr, run.stderr
+    if not expected:
+        assert run.returncode == 0 and (tmp_path / "k.o").exists(), run.stderr
+        return
+    errors = [line for line in run.stderr.splitlines() if line.startswith("scons: ***")]
+    assert run.returncode != 0 and len(errors) == 1 and expected in errors[0], run.stderr

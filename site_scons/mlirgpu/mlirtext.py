@@ -288,10 +288,16 @@ def target_list(clean, start, aliases, target_for_attribute):
     return found, close + 1
 
 
+_TEXT_PARAMETERS = ("chip", "triple", "features")  # every target's: strings; `O` an integer
+
+
 def _target(name, params, aliases, target_for_attribute, depth=0):
     target = target_for_attribute(name)
     if target is not None:
         values = parse_parameters(params) if params and params.strip() else {}
+        wrong = [key for key in _TEXT_PARAMETERS if not isinstance(values.get(key, ""), str)]
+        if wrong or type(values.get("O", 0)) is not int:
+            raise Unreadable(f"#{name} has a parameter of the wrong type (mlir-opt reports where)")
         return target, f"#{name}<{params}>" if params and params.strip() else f"#{name}", values
     if params is None and name in aliases and depth < 8:
         value = aliases[name].strip()

@@ -231,16 +231,18 @@ def _object_paths(env, obj):
         header_node = obj.dir.File(base + ".h")
     else:
         header = env.subst(str(header), target=[obj]) if "$" in str(header) else str(header)
-        header_node = env.File(header) if header else None
+        header_node = _path_node(env, "GPU_HEADER", header) if header else None
     folder = setting(env, "GPU_DUMPDIR")
     if folder is None or folder == "":
         dump_dir = obj.dir.Dir(base + ".dumps")
     elif "GPU_DUMPDIR" in _COMMAND_LINE.load():  # a root for every object: one folder per object below it
         top = env.Dir("#")
         root = str(folder) if os.path.isabs(str(folder)) or str(folder).startswith("#") else "#" + str(folder)
-        dump_dir = env.Dir(root).Dir(os.path.join(obj.dir.get_path(top), base))
+        below = os.path.normpath(os.path.join(root, obj.dir.get_path(top), base))
+        dump_dir = _path_node(env, "GPU_DUMPDIR", below, folder=True)
     else:
-        dump_dir = env.Dir(env.subst(str(folder), target=[obj]) if "$" in str(folder) else str(folder))
+        folder = env.subst(str(folder), target=[obj]) if "$" in str(folder) else str(folder)
+        dump_dir = _path_node(env, "GPU_DUMPDIR", folder, folder=True)
     return header_node, dump_dir
 
 
@@ -314,11 +316,13 @@ def _read_dir(folder):
 def _emitter(target, source, env, shared=False):
     obj = target[0]
     obj.attributes.shared = 1 if shared else False
-    libs = [env.File(lib) for lib in _as_list(setting(env, "GPU_LINKLIBS"))]
+    libs = [_path_node(env, "GPU_LINKLIBS", lib) for lib in _as_list(setting(env, "GPU_LINKLIBS"))]
     obj.attributes.mlirgpu_libs = libs  # resolved here, relative to the SConscript naming them
     if libs:
         env.Depends(obj, libs)
     header, dump_dir = obj.attributes.mlirgpu_paths = _object_paths(env, obj)
+    if _text(env, "GPU_TRACE"):
+        _top_file(env, _text(env, "GPU_TRACE"))  # a folder there stops the build now, not when it ends
     extra = [header] if header else []
     _forget_stale_dumps(env, obj, dump_dir)
     try:
@@ -336,19 +340,35 @@ def _emitter(target, source, env, shared=False):
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     _claim(dump_dir, obj)
-    if not _executor(env):  # compiles sent to a cluster need no local translations or workers
+    try:
+        remote = _executor(env)
+    except CompileError:
+        remote = ""  # the action reports it, as it reports any other setting's error
+    if not remote:  # compiles sent to a cluster need no local translations or workers
         _TRANSLATIONS.declare(env, source[0], [obj] + extra)
     return [obj] + extra + target[1:], source
 
 
 def _substitute_dir(env, value):
     """GPU_SUBSTITUTE's folder: relative to the top folder (where `scons` runs), as on the command line."""
-    return env.Dir(value if os.path.isabs(value) or value.startswith("#") else "#" + value)
+    return _path_node(env, "GPU_SUBSTITUTE", value if os.path.isabs(value) or value.startswith("#") else "#" + value,
+                      folder=True)
 
 
 def _top_file(env, value):
     """A file named on the command line or in a build file, relative to the top folder (GPU_TRACE)."""
-    return env.File(value if os.path.isabs(value) or value.startswith("#") else "#" + value)
+    return _path_node(env, "GPU_TRACE", value if os.path.isabs(value) or value.startswith("#") else "#" + value)
+
+
+def _path_node(env, variable, path, folder=False):
+    """The node of the file (or folder) a GPU_* variable names. SCons refuses a folder where a file is meant, and
+    the reverse, with a traceback; here that stops the build with one line naming the variable (the emitter asks
+    for each of these nodes first, while SCons reads the build files)."""
+    try:
+        return env.Dir(path) if folder else env.File(path)
+    except TypeError as exc:  # SCons: "Directory /x found where file expected." (or the reverse)
+        raise SCons.Errors.StopError(f"{variable}={path.lstrip('#')}: {str(exc).rstrip('.')} (fix: name a "
+                                     f"{'folder' if folder else 'file'} in {variable})") from None
 
 
 def _depend_on_substitutes(env, obj, source, options):
