@@ -130,3 +130,108 @@ def test_any_chip_name_is_taken_as_upstream_does(tmp_path):
                                                 body=LOAD_STORE), f"{chip}.mlir")
         made.append(compile_file(source, CompileOptions(format="bin")).binaries[0].data)
     assert made[0] == made[1] == made[2] and made[0][:4] == bytes.fromhex("03022307")
+
+
+LEFTOVER_LAYOUTS = """\
+#lanes = #xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>
+module attributes {{gpu.container_module}} {{
+  gpu.module @tile [#xevm.target<O = 3>] {{
+    llvm.func spir_kernelcc @tile_exp(%p: !llvm.ptr<1>) attributes {{gpu.kernel}} {{
+      %v = llvm.load %p : !llvm.ptr<1> -> vector<8xf32>
+      %e = llvm.intr.exp(%v){exp_layouts} : (vector<8xf32>) -> vector<8xf32>
+      %s = llvm.fadd %e, %v{add_layouts} : vector<8xf32>
+      llvm.store %s, %p : vector<8xf32>, !llvm.ptr<1>
+      llvm.return
+    }}
+  }}
+}}
+"""
+
+
+def _spirv_valid(path):
+    checked = subprocess.run(["spirv-val", str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _matches_upstream(source, dumps, stems, tmp_path):
+    """Our isa and bin objects of every module equal upstream's (each module serialized first, see oracle), and
+    the binaries pass spirv-val."""
+    for fmt, suffix, tail in (("isa", "isa", b"\0"), ("bin", "spv", b"")):
+        upstream = oracle.upstream_objects_each_alone(source, fmt, "")
+        assert len(upstream) == len(stems)
+        for stem, (attr, blob) in zip(stems, upstream):
+            assert (dumps / f"{stem}.{suffix}").read_bytes() + tail == blob, f"{stem}.{suffix} ({attr})"
+    for stem in stems:
+        _spirv_valid(dumps / f"{stem}.spv")
+
+
+def test_layouts_upstreams_lowering_leaves_on_llvm_ops_change_nothing(tmp_path):
+    """gpu-lower-to-xevm-pipeline leaves `#xegpu.layout` attributes on the llvm.intr.* and arith-turned-llvm ops
+    it makes; upstream's serializer ignores them. mlir-translate does not load XeGPU: the module translates all
+    the same, to the objects upstream makes and to those of the module without the attributes."""
+    layouts = {"exp_layouts": " {layout_operand_0 = #lanes, layout_result_0 = #lanes}",
+               "add_layouts": " {layout_result_0 = #xegpu.layout<inst_data = [8, 16]>}"}
+    source = _write(tmp_path, LEFTOVER_LAYOUTS.format(**layouts))
+    result = compile_file(source, CompileOptions(format="bin", dump_dir=str(tmp_path / "d")))
+    _matches_upstream(source, tmp_path / "d", [job.stem for job in result.jobs], tmp_path)
+    plain = _write(tmp_path, LEFTOVER_LAYOUTS.format(exp_layouts="", add_layouts=""), "plain.mlir")
+    compile_file(plain, CompileOptions(format="bin", dump_dir=str(tmp_path / "p")))
+    assert (tmp_path / "p" / "tile.spv").read_bytes() == (tmp_path / "d" / "tile.spv").read_bytes()
+
+
+def test_an_attribute_of_a_dialect_nobody_knows_is_refused_as_mlir_opt_refuses(tmp_path):
+    """mlir-translate takes attributes of dialects it does not load as opaque; one of a dialect mlir-opt does
+    not know either is still refused at its line, as upstream refuses it (the file is read by mlir-opt first)."""
+    source = _write(tmp_path, LEFTOVER_LAYOUTS.format(exp_layouts=" {layout = #frob.layout<[1, 16]>}",
+                                                      add_layouts=""))
+    upstream = subprocess.run([toolchain.llvm_tool("mlir-opt"), source, "--gpu-module-to-binary"],
+                              capture_output=True, text=True)
+    assert upstream.returncode != 0 and "unregistered dialect" in upstream.stderr
+    with pytest.raises(CompileError) as failure:
+        compile_file(source, CompileOptions(format="bin"))
+    assert f"{source}:6:" in str(failure.value) and "unregistered dialect" in str(failure.value)
+
+
+DECLARED = """\
+module attributes {gpu.container_module} {
+  gpu.module @only_declared [#xevm.target] {
+    llvm.func spir_kernelcc @elsewhere(!llvm.ptr<1>) attributes {gpu.kernel}
+  }
+  gpu.module @declared_first [#xevm.target<O = 3>] {
+    llvm.func spir_kernelcc @later(!llvm.ptr<1>, f32) attributes {gpu.kernel}
+    llvm.func spir_kernelcc @scale(%p: !llvm.ptr<1>, %f: f32) attributes {gpu.kernel} {
+      %v = llvm.load %p : !llvm.ptr<1> -> f32
+      %w = llvm.fmul %v, %f : f32
+      llvm.store %w, %p : f32, !llvm.ptr<1>
+      llvm.return
+    }
+  }
+}
+"""
+
+
+def test_kernels_declared_without_a_body_compile_as_upstream(tmp_path):
+    """Upstream's serializer sets the sub-group size on the first kernel, also one declared without a body:
+    the metadata goes after `declare` (LLVM's parser refuses it after the line), and the objects of a module
+    holding only a declaration, or a declaration before a kernel, equal upstream's."""
+    source = _write(tmp_path, DECLARED)
+    result = compile_file(source, CompileOptions(format="bin", dump_dir=str(tmp_path / "d")))
+    stems = [job.stem for job in result.jobs]
+    assert stems == ["only_declared", "declared_first"]
+    assert re.search(r"^declare !intel_reqd_sub_group_size ![0-9]+ spir_kernel void @later\(",
+                     (tmp_path / "d" / "declared_first.initial.ll").read_text(), re.M)
+    _matches_upstream(source, tmp_path / "d", stems, tmp_path)
+
+
+def test_an_error_inside_a_split_module_names_the_files_line(tmp_path):
+    """mlir-translate reads the gpu.modules one split after another and names lines inside its split (here 5,
+    in the second module); the error names the op's line in the file."""
+    lines = KERNEL.format(name="fine", targets="#xevm.target", extra="", body=LOAD_STORE).splitlines()
+    bad = KERNEL.format(name="bad", targets="#xevm.target", extra="",
+                        body=LOAD_STORE.replace("llvm.fmul %v, %v : f32", "math.exp %v : f32")).splitlines()
+    source = _write(tmp_path, "\n".join(lines[:-1] + bad[1:-1] + lines[-1:]) + "\n")
+    line = open(source, encoding="utf-8").read().splitlines().index("      %w = math.exp %v : f32") + 1
+    assert line == 13
+    with pytest.raises(CompileError) as failure:
+        compile_file(source, CompileOptions(format="bin"))
+    assert str(failure.value).startswith(f"{source}:{line}: error:") and "math.exp" in str(failure.value)

@@ -4,7 +4,7 @@ import re
 from . import process, stagecache, toolchain
 from .errors import CompileError
 from .mlirops import as_builtin_module
-from .mlirtext import Unreadable
+from .mlirtext import Unreadable, unescape_mlir_string
 from .process import ToolCrashed
 from .version import __version__
 
@@ -83,7 +83,17 @@ def _translate_crash_safe(pieces, source):
         return _translate(retyped, source)
 
 
-_TRANSLATE_ARGS = ("--no-implicit-module", "--split-input-file", "--mlir-to-llvmir", "--preserve-ll-uselistorder", "-")
+# `--allow-unregistered-dialect`: mlir-translate loads only the dialects translation needs, so attributes of the
+# others that upstream's own lowering leaves on LLVM ops (`#xegpu.layout` on `llvm.intr.*` after
+# `gpu-lower-to-xevm-pipeline`) would fail to parse; upstream translates in process with every dialect registered
+# and ignores them, as their opaque form here is ignored (no dialect that translation uses is unregistered, so the
+# output is the same). Pieces that name other dialects are first read by mlir-opt (scan.direct_source), so an
+# attribute of a dialect mlir-opt does not know either is still refused.
+_TRANSLATE_ARGS = ("--no-implicit-module", "--split-input-file", "--allow-unregistered-dialect", "--mlir-to-llvmir",
+                   "--preserve-ll-uselistorder", "-")
+# The dialects mlir-translate 22 loads (of those a gpu.module uses): the only ones whose attributes and types
+# it checks as mlir-opt does.
+TRANSLATED_DIALECTS = frozenset({"builtin", "dlti", "gpu", "llvm", "nvvm", "ptr", "rocdl", "xevm"})
 
 
 def translate_argv():
@@ -93,8 +103,46 @@ def translate_argv():
 
 def _translate(pieces, source):
     joined = "\n// -----".join(text if i == 0 else "\n" + text for i, text in enumerate(pieces))
-    text = run_mlir_tool("mlir-translate", list(_TRANSLATE_ARGS), source, "translating to LLVM IR", text=joined)
+    try:
+        text = run_mlir_tool("mlir-translate", list(_TRANSLATE_ARGS), source, "translating to LLVM IR", text=joined)
+    except CompileError as exc:
+        raise _at_source_line(exc, joined.split("\n"), source) from None
     modules = [piece for piece in re.split(r"^(?=; ModuleID = )", text, flags=re.M) if piece.startswith("; ModuleID")]
     if len(modules) != len(pieces):
         raise CompileError(f"mlir-translate returned {len(modules)} modules for {len(pieces)}", file=source)
     return modules
+
+
+_SPLIT_DIAGNOSTIC = re.compile(r"^within split at .*?:(\d+) offset :(\d+):\d+: error: ", re.M)
+_LINE_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):\d+\)\s*$')
+
+
+def _at_source_line(exc, lines, source):
+    """`exc` at the source's line: mlir-translate names the line inside its split of the joined pieces (their
+    `lines`), say 150 where the file's op is at 231. A normalised piece ends every op's line, or the line
+    closing its regions, with the op's location (`loc("file":line:col)`), so the line is the location of the op
+    there: the first line from it on, not indented deeper, that ends in a location in `source`. A piece without
+    locations (cut straight from the file) gives no line rather than a wrong one."""
+    found = _SPLIT_DIAGNOSTIC.search(exc.detail or "")
+    if found is None or exc.file != source:
+        return exc
+    line = int(found.group(1)) + int(found.group(2)) - 1  # in the joined `lines`; a chunk starts at its marker
+    exc.line = None
+    if not 0 < line <= len(lines):
+        return exc
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for text in lines[line - 1 :]:
+        if text == "// -----":
+            break
+        located = _LINE_LOC.search(text)
+        if located and len(text) - len(text.lstrip()) <= indent and _named(located.group(1), source):
+            exc.line = int(located.group(2))
+            break
+    return exc
+
+
+def _named(escaped, source):
+    try:
+        return unescape_mlir_string(escaped) == str(source).encode("utf-8", "surrogateescape")
+    except Unreadable:
+        return False

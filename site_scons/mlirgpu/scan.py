@@ -26,6 +26,7 @@ from .fsutil import read_source
 from .mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
                        value_end)
 from .mlirops import gpu_module_header, header_end, op_spans
+from .mlirtools import TRANSLATED_DIALECTS
 from .planning import check_options, plan, planned_dumps
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
@@ -413,12 +414,23 @@ def pieces_key(modules):
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
+_DIALECT_PREFIX = re.compile(r"(?<![\w$.#!])[#!]([A-Za-z_][\w$]*)\.")
+
+
+def _names_untranslated_dialect(text):
+    """Whether `text` (comments and strings included: a false match only costs a read by mlir-opt) names
+    `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
+    return any(name not in TRANSLATED_DIALECTS for name in _DIALECT_PREFIX.findall(text))
+
+
 def direct_source(path, options):
     """The file's gpu.modules cut straight from its text, when that is as exact as normalising it with mlir-opt
     (see `Scan.direct`). Each piece is the file's aliases, the module at its column, and what follows the top
     module (location aliases, the resource trailer),
     so `mlir-translate` alone parses, verifies and translates it; each remembers its line for messages. Pieces
-    hold no debug information (the scan declines that: their line numbers are not the file's). Else None."""
+    hold no debug information (the scan declines that: their line numbers are not the file's). Else None, also
+    when the text names an attribute or type of a dialect mlir-translate does not load: it takes those as
+    opaque (see mlirtools), so mlir-opt reads the file first and refuses them where they are wrong."""
     try:
         scan = scan_file(path)
         if not scan.direct:
@@ -427,6 +439,8 @@ def direct_source(path, options):
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
     prelude, suffix = text[: scan.prelude_end], text[scan.suffix_start :].strip()
+    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix):
+        return None
     pieces, line, counted = [], 1, 0
     for module in scan.modules:
         line += text.count("\n", counted, module.start)
