@@ -301,3 +301,147 @@ def test_a_toolkit_named_by_path_becomes_the_workers_own(tmp_path, cluster, cuda
             assert run.returncode == 0 and run.stderr == "", run.stderr
         assert '"remote": true' in profile.read_text()
         assert (tmp_path / f"{name}-remote.o").read_bytes() == (tmp_path / f"{name}-local.o").read_bytes()
+
+
+HOSTILE_WORKER = '''"""A worker preload for the tests: mlirgpu.distributed.run_job replaced by one that answers as the file named
+by $MLIRGPU_TEST_HOSTILE says (the client's pickled reference to run_job resolves to this one here)."""
+import os
+import signal
+import time
+
+from mlirgpu import distributed
+
+honest = distributed.__dict__.setdefault("honest_run_job", distributed.run_job)  # preloads may run twice
+
+
+def run_job(job):
+    with open(os.environ["MLIRGPU_TEST_HOSTILE"]) as handle:
+        mode = handle.read().strip()
+    if mode == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "slow":
+        time.sleep(12)
+    answer = honest(job)
+    files = answer["files"]
+    if mode == "escape":
+        files["D/../../escaped"] = b"planted"
+    elif mode == "extra":
+        files["D/extra.txt"] = b"undeclared"
+    elif mode == "huge":
+        files["D/saxpy_nvvm.isa"] = bytes(2 * 2**20)
+    elif mode == "text-file":
+        files["k.o"] = "text, not bytes"
+    elif mode == "not-a-dict":
+        return "nonsense"
+    elif mode == "float-exit":
+        answer["returncode"] = 0.0
+    elif mode == "no-files":
+        del answer["files"]
+    elif mode == "odd-trace":
+        answer["result"]["trace"] = [1]
+    elif mode == "odd-depfile":
+        files["k.d"] = b"\\xff\\xfe"
+    return answer
+
+
+distributed.run_job = run_job
+'''
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A scheduler whose one worker (under a nanny, which restarts it) answers as a mode file says: the url and
+    the mode file."""
+    from distributed import Client, LocalCluster
+
+    folder = tmp_path_factory.mktemp("hostile")
+    (folder / "hostile_worker.py").write_text(HOSTILE_WORKER)
+    mode = folder / "mode"
+    mode.write_text("honest")
+    env = {"MLIRGPU_CACHE_DIR": str(folder / "worker-cache"), "PYTHONPATH": SITE, "MLIRGPU_SERVER": "off",
+           "MLIRGPU_TEST_HOSTILE": str(mode)}
+    local = LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
+                         dashboard_address=None, worker_dashboard_address=None,
+                         preload=["mlirgpu.distributed", str(folder / "hostile_worker.py")], env=env)
+    client = Client(local, set_as_default=False)
+    yield client, "dask://" + local.scheduler_address[len("tcp://"):], mode
+    client.close()
+    local.close()
+
+
+def _hostile_compile(tmp_path, url, *extra, **env):
+    """`mlirgpu compile k.mlir -o k.o --dump-intermediates D --depfile k.d` through the cluster at `url`, in
+    tmp_path/work whose D/saxpy_nvvm.isa holds b'old': the run and the seconds it took."""
+    work = tmp_path / "work"
+    (work / "D").mkdir(parents=True)
+    (work / "D" / "saxpy_nvvm.isa").write_bytes(b"old")
+    instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), work / "k.mlir", "sm_80", 3)
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", "k.mlir", "-o", "k.o", "--dump-intermediates",
+                          "D", "--depfile", "k.d", *extra], cwd=work, capture_output=True, text=True, timeout=90,
+                         env=_env(MLIRGPU_EXECUTOR=url, MLIRGPU_CACHE_DIR=str(tmp_path / "cache"), **env))
+    return run, time.monotonic() - started
+
+
+@pytest.mark.parametrize("mode", ["escape", "extra", "huge", "text-file", "not-a-dict", "float-exit", "no-files",
+                                  "odd-trace", "odd-depfile"])
+def test_a_workers_answer_is_checked_before_anything_is_written(mode, tmp_path, hostile):
+    """A worker that answers with a file outside the compile's planned outputs (`D/../../escaped`), an undeclared
+    extra dump, more bytes than MLIRGPU_EXECUTOR_MAX_BYTES, or an answer of the wrong shape: one error line naming
+    the worker, no traceback, and nothing of the answer written (the dump there before keeps its bytes)."""
+    _, url, mode_file = hostile
+    mode_file.write_text(mode)
+    run, _ = _hostile_compile(tmp_path, url, MLIRGPU_EXECUTOR_MAX_BYTES=str(2**20))
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("mlirgpu: ") and "Dask worker" in run.stderr, \
+        run.stderr
+    assert "internal error" not in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "escaped").exists()
+    work = tmp_path / "work"
+    assert sorted(os.listdir(work)) == ["D", "k.mlir"] and os.listdir(work / "D") == ["saxpy_nvvm.isa"]
+    assert (work / "D" / "saxpy_nvvm.isa").read_bytes() == b"old"
+
+
+def test_an_honest_answer_of_the_hostile_worker_is_written(tmp_path, hostile):
+    """The same worker answering honestly: the checks pass and the outputs are a local compile's."""
+    _, url, mode_file = hostile
+    mode_file.write_text("honest")
+    run, _ = _hostile_compile(tmp_path / "remote", url, MLIRGPU_PROFILE=str(tmp_path / "profile.jsonl"))
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert '"remote": true' in (tmp_path / "profile.jsonl").read_text()
+    local, _ = _hostile_compile(tmp_path / "local", "local")
+    assert local.returncode == 0, local.stderr
+    assert _tree(tmp_path / "remote" / "work") == _tree(tmp_path / "local" / "work")
+
+
+def test_a_worker_killed_mid_job_costs_a_local_compile(tmp_path, hostile):
+    """The only worker is SIGKILLed while it runs the job (and again when the nanny's new worker gets it): the
+    client notices the loss, resubmits once, then compiles here with one warning line, in bounded time."""
+    client, url, mode_file = hostile
+    mode_file.write_text("die")
+    try:
+        run, seconds = _hostile_compile(tmp_path / "remote", url)
+    finally:
+        mode_file.write_text("honest")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("\n") == 1 and "warning:" in run.stderr and "lost" in run.stderr, run.stderr
+    assert seconds < 60
+    local, _ = _hostile_compile(tmp_path / "local", "local")
+    assert _tree(tmp_path / "remote" / "work") == _tree(tmp_path / "local" / "work")
+    client.wait_for_workers(1, timeout=60)
+
+
+def test_a_worker_slower_than_the_wait_costs_a_local_compile(tmp_path, hostile):
+    """A worker that does not answer within MLIRGPU_EXECUTOR_WAIT seconds: the compile runs here after one
+    warning line naming the setting."""
+    _, url, mode_file = hostile
+    mode_file.write_text("slow")
+    try:
+        run, seconds = _hostile_compile(tmp_path / "remote", url, MLIRGPU_EXECUTOR_WAIT="2")
+    finally:
+        mode_file.write_text("honest")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("\n") == 1 and "MLIRGPU_EXECUTOR_WAIT" in run.stderr, run.stderr
+    assert seconds < 10
+    local, _ = _hostile_compile(tmp_path / "local", "local")
+    assert _tree(tmp_path / "remote" / "work") == _tree(tmp_path / "local" / "work")

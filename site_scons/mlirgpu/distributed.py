@@ -10,9 +10,12 @@ must be the client's, which the toolchain fingerprint proves (`fingerprint`: thi
 LLVM, the MLIR tools and every target's tools and device libraries, by content). The client sends its jobs only
 to workers of its fingerprint, and a worker refuses a job of another fingerprint.
 
-A worker lost mid-job is Dask's business: the scheduler runs the task again on another worker. A scheduler that
-cannot be reached, or a cluster without a worker of our fingerprint, costs one warning and local compiles; the
-verdict is kept for a minute in a file of the local cache, so the other processes of a build (Ninja's) skip it.
+A worker's answer is data, never instructions: mlirgpu.remoteanswer checks it against the files the client
+planned itself before anything is written. A worker lost mid-job is run again by the scheduler on another worker
+of the job's; when none of them is left the client resubmits the job once, and then (or when no answer came
+within `$MLIRGPU_EXECUTOR_WAIT` seconds) compiles here after one warning. A scheduler that cannot be reached, or a
+cluster without a worker of our fingerprint, costs one warning and local compiles; the verdict is kept for a
+minute in a file of the local cache, so the other processes of a build (Ninja's) skip it.
 
 `mlirgpu worker SCHEDULER` starts a worker with this module as its preload (`dask_setup` checks the toolchain).
 """
@@ -28,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import store, toolchain
+from . import remoteanswer, store, toolchain
 from .errors import CompileError, CompileWarning
 from .fsutil import read_source, write_atomic
 from .version import __version__
@@ -36,6 +39,9 @@ from .version import __version__
 VARIABLE = "MLIRGPU_EXECUTOR"
 SCHEME = "dask://"
 BREAKER_SECONDS = 60
+WAIT_VARIABLE = "MLIRGPU_EXECUTOR_WAIT"
+MAX_WAIT = 7 * 24 * 3600
+POLL_SECONDS = 1.0  # how often a waiting compile checks that a worker it may run on is still in the cluster
 RESULT_VARIABLE = "MLIRGPU_RESULT_FILE"  # where `mlirgpu compile` writes its result for a worker to return
 _RESULT_NAME = ".mlirgpu-remote-result.json"
 
@@ -49,6 +55,16 @@ def configured_url(environ=None):
         raise CompileError(f"{VARIABLE}='{url[:60]}' is not a Dask scheduler address",
                            fix="use dask://HOST:PORT (or unset it to compile on this machine)")
     return url
+
+
+def wait_seconds():
+    """How long a compile waits for its worker's answer before compiling here: `$MLIRGPU_EXECUTOR_WAIT` (default
+    600, as long as one tool may run), seconds from 1 to a week; anything else is an error naming the variable."""
+    text = os.environ.get(WAIT_VARIABLE, "600").strip()
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_WAIT:
+        return float(text)
+    raise CompileError(f"{WAIT_VARIABLE}='{text[:40]}' is not a number of seconds from 1 to {MAX_WAIT}",
+                       fix="set it to e.g. 600, or unset it")
 
 
 # The toolchain fingerprint.
@@ -246,15 +262,21 @@ class Executor:
         return [address for address, fps in known.items() if fps.get(kind) == wanted]
 
     def submit(self, job):
-        """The worker's answer to `job`, or None when it must run here (a warning says why, once)."""
+        """The worker's answer to `job` and that worker's address, or None when the compile must run here (a
+        warning says why, once)."""
         if self._open():
             return None
+        wait = wait_seconds()
         try:
             client = self._connect()
-            refused = set()
+            deadline = time.monotonic() + wait
+            refused, lost = set(), 0
             for _attempt in range(3):
                 matching = [address for address in self._matching(client, job["fingerprint"], job["toolkit_of"])
                             if address not in refused]
+                if not matching and lost:
+                    return self._here(f"the Dask worker given {job['source']} was lost and no other worker of this "
+                                      "toolchain is left")
                 if not matching:
                     theirs = sorted({fps.get(job["toolkit_of"], "?") for fps in self.workers[0].values()})
                     self._trip(f"no worker has this toolchain (fingerprint {job['fingerprint']}; the cluster's: "
@@ -263,15 +285,59 @@ class Executor:
                 future = client.submit(run_job, job, workers=matching, allow_other_workers=False, pure=False,
                                        key=f"mlirgpu-{os.path.basename(job['source'])}-{os.urandom(6).hex()}")
                 try:
-                    return future.result()
+                    return self._answer(client, future, matching, deadline)
                 except Refused:
                     refused.update(matching)
                     self.workers = ({}, 0.0)
+                except _Lost:
+                    future.cancel()
+                    lost += 1
+                    self.workers = ({}, 0.0)
+                    if lost == 2:
+                        return self._here(f"the Dask workers given {job['source']} were lost twice")
+                except _Late:
+                    future.cancel()
+                    return self._here(f"the Dask cluster {self.url} gave no answer for {job['source']} within "
+                                      f"{wait:g} s ({WAIT_VARIABLE})")
             return None
         except Exception as exc:  # noqa: BLE001 - connection and cluster faults of any kind: compile here
             reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
             self._trip(reason)
             return None
+
+    @staticmethod
+    def _here(why):
+        """None (this compile runs here), after one warning saying `why`; later compiles still ask the cluster."""
+        _pending.append(CompileWarning(f"{why}; compiling it on this machine"))
+        return None
+
+    def _answer(self, client, future, matching, deadline):
+        """`future`'s answer and the worker that gave it; _Lost once none of the `matching` workers it may run on
+        is in the cluster (the scheduler would wait for them forever), _Late past `deadline`."""
+        from distributed import KilledWorker
+        from distributed import TimeoutError as NoAnswerYet
+
+        while True:
+            try:
+                answer = future.result(timeout=max(0.05, min(POLL_SECONDS, deadline - time.monotonic())))
+            except NoAnswerYet:
+                if time.monotonic() >= deadline:
+                    raise _Late from None
+                if not set(matching) & set(client.nthreads()):
+                    raise _Lost from None
+                continue
+            except KilledWorker:  # it died on every worker the scheduler tried: a job this cluster cannot run
+                raise _Lost from None
+            holders = client.who_has(future).get(future.key) or ["?"]
+            return answer, holders[0]
+
+
+class _Lost(Exception):
+    """Every worker a job may run on left the cluster before answering."""
+
+
+class _Late(Exception):
+    """No answer within $MLIRGPU_EXECUTOR_WAIT seconds."""
 
 
 _executors = {}
@@ -298,6 +364,7 @@ def compile_remote(url, source, output, options):
 
     from .options import to_argv
     from .planning import RECORD_DUMP
+    from .scan import planned_outputs
 
     if options.substitute:
         return None  # hand-edited stage outputs are a local loop: they stay on this machine
@@ -338,37 +405,37 @@ def compile_remote(url, source, output, options):
     job = {"fingerprint": fingerprint(options.toolkit), "toolkit_of": toolkit_of, "argv": argv, "inputs": inputs,
            "cwd": paths.cwd, "folders": sorted(folders), "source": source}
     started = time.perf_counter()
-    answer = executor(url).submit(job)
-    if answer is None:
+    limit = remoteanswer.max_bytes(sum(map(len, inputs.values())))  # a bad setting fails before any work
+    answered = executor(url).submit(job)
+    if answered is None:
         return None
+    answer, where = answered
+    planned = {paths.relative(p) for p in (output, options.header, options.depfile) if p}
+    dumps = [os.path.join(options.dump_dir, name) for name in planned_outputs(source, options)] \
+        if options.dump_dir else []
+    planned.update(paths.relative(path) for path in dumps)
+    depfile = [paths.relative(options.depfile)] if options.depfile else []
+    answer = remoteanswer.checked(answer, where, source, planned, depfile, limit)
     _profile(source, time.perf_counter() - started, answer, job)
     root = answer["root"]
-    allowed = {paths.relative(p) for p in (output, options.header, options.depfile) if p}
-    dump_folder = paths.relative(options.dump_dir) + os.sep if options.dump_dir else None
-    error = (answer["result"] or {}).get("error")
+    result = answer["result"] or {}
+    error = result.get("error")
     if answer["returncode"] != 0 or error:
         if not error:
-            raise CompileError(f"the compile on Dask worker {answer['worker']} failed with exit code "
+            raise CompileError(f"the compile on Dask worker {where} failed with exit code "
                                f"{answer['returncode']}: {paths.back(answer['stderr'], root).strip()[-500:]}")
         raise CompileError(paths.back(error["message"], root), file=error["file"] and paths.back(error["file"], root),
                            line=error["line"], fix=error["fix"] and paths.back(error["fix"], root),
                            detail=error["detail"] and paths.back(error["detail"], root))
-    written = []
-    for relative, data in sorted(answer["files"].items()):
-        if relative not in allowed and not (dump_folder and relative.startswith(dump_folder)):
-            raise CompileError(f"the Dask worker {answer['worker']} returned an unexpected file {relative}",
-                               fix="check that the workers run the same mlirgpu as this machine")
-        if options.depfile and relative == paths.relative(options.depfile):
+    for relative, data in sorted(answer["files"].items()):  # each one planned here, checked above
+        if depfile and relative == depfile[0]:
             data = _local_depfile(paths.back(data.decode("utf-8"), root))
         write_atomic(os.path.join(paths.anchor, relative), data)
-        written.append(relative)
-    result = answer["result"] or {}
-    _remove_stale_dumps(source, options, previous_record, result.get("dumps", []))
+    _remove_stale_dumps(source, options, previous_record, dumps)
     shown_back = [paths.back(text, root) for text in result.get("warnings", [])]
     return RemoteResult(warnings=shown_back, cache_warnings=[paths.back(t, root) for t in result.get("cache_warnings", [])],
-                        dumps=[paths.back(p, root) for p in result.get("dumps", [])], timings=result.get("timings", {}),
-                        stages=result.get("stages", {}), trace=_traced_back(result.get("trace", []), paths, root),
-                        worker=answer["worker"])
+                        dumps=dumps, timings=result.get("timings", {}), stages=result.get("stages", {}),
+                        trace=_traced_back(result.get("trace", []), paths, root), worker=where)
 
 
 def _traced_back(events, paths, root):
