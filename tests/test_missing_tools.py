@@ -5,11 +5,13 @@ which needs root or user namespaces) /dev/null is bound over the file, or an emp
 search at fixed system places finds nothing. Each case compiles with the stage cache on (warmed first by the same
 compile with everything present, so neither a stored entry nor the key of one may stand in for the missing
 tool), with it off, and through the compile server; an SCons build fails the same way and builds once the tool is
-back. A stand-in ptxas that ends well without writing the cubin is named too."""
+back. With a team's remote tier (a redis-server of the test's own) the local cache is empty and the remote one
+warm. A stand-in tool that ends well without writing its output is named too."""
 import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -20,15 +22,27 @@ from conftest import CORPUS, ROOT, instantiate
 from mlirgpu import toolchain
 from mlirgpu.targets import cuda, rocm
 from sconsutil import SCONS, TOOLPATH
+from test_remote_cache import REDIS, Redis
 
 PACKAGE_ROOT = os.path.join(ROOT, "site_scons")
-MODES = ("cache", "no-cache", "server")
+MODES = ("cache", "remote", "no-cache", "server")
 
 
 @pytest.fixture(scope="module")
 def namespaces():
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
         pytest.skip("hiding a tool needs a private mount namespace (unshare -m: root or user namespaces)")
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory):
+    """The URL of a redis-server of this module's own, the team's remote tier (None without redis-server)."""
+    if REDIS is None:
+        yield None
+        return
+    server = Redis(tmp_path_factory.mktemp("redis"))
+    yield server.url()
+    server.stop()
 
 
 def _cuda_roots():
@@ -82,10 +96,12 @@ CASES = {
 }
 
 
-def _env(tmp_path, mode, **extra):
+def _env(tmp_path, mode, remote=None, **extra):
     env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, MLIRGPU_SERVER="off", **extra)
     if mode == "no-cache":
         env["MLIRGPU_CACHE"] = "off"
+    if mode == "remote":  # an empty local cache: only the remote tier may answer
+        env.update(MLIRGPU_CACHE_DIR=str(tmp_path / "local-cache"), MLIRGPU_REMOTE_CACHE=remote)
     if mode == "server":
         folder = tmp_path / "server"
         folder.mkdir(mode=0o700, exist_ok=True)
@@ -104,7 +120,7 @@ def _hidden(paths, empty, then):
     return ["unshare", "-m", "sh", "-c", " && ".join(mounts + ["true"]) + " || exit 99\n" + then]
 
 
-def _compile_hidden(tmp_path, mode, paths, source, extra=()):
+def _compile_hidden(tmp_path, mode, paths, source, extra=(), remote=None):
     """Compile `source` where `paths` are hidden, in `mode`: (the run, served commands or None). Through the
     server, its status is asked and it is stopped in the same namespace (a server lives where it was started)."""
     then = _mlirgpu("compile", source, "-o", "k.o", "--header", "k.h", *extra) + "; code=$?\n"
@@ -113,8 +129,8 @@ def _compile_hidden(tmp_path, mode, paths, source, extra=()):
     then += "exit $code\n"
     empty = tmp_path / "empty"
     empty.mkdir(exist_ok=True)
-    run = subprocess.run(_hidden(paths, empty, then), cwd=os.path.dirname(source), env=_env(tmp_path, mode),
-                         capture_output=True, text=True, timeout=180)
+    run = subprocess.run(_hidden(paths, empty, then), cwd=os.path.dirname(source),
+                         env=_env(tmp_path, mode, remote), capture_output=True, text=True, timeout=180)
     served = re.search(r"served (\d+) commands", run.stdout)
     return run, (int(served.group(1)) if served else None)
 
@@ -130,16 +146,17 @@ def _one_line_error(stderr, says):
 _warmed = set()
 
 
-def _warm(tmp_path_factory, case):
+def _warm(tmp_path_factory, case, remote):
     """The source of `case` in a folder of its own, compiled once with everything present and the stage cache on:
-    every entry a compile with the tool would use is stored."""
+    every entry a compile with the tool would use is stored, here and in the remote tier."""
     key = (case.source, case.chip)
     folder = tmp_path_factory.mktemp("warm")
     source = instantiate(os.path.join(CORPUS, case.source), folder / "k.mlir", case.chip, 2)
     if key not in _warmed:
         run = subprocess.run(shlex.split(_mlirgpu("compile", source, "-o", "k.o", *case.args)), cwd=folder,
                              capture_output=True,
-                             text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT, MLIRGPU_SERVER="off"))
+                             text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT, MLIRGPU_SERVER="off",
+                                                 **({"MLIRGPU_REMOTE_CACHE": remote} if remote else {})))
         assert run.returncode == 0, run.stderr
         os.remove(folder / "k.o")
         _warmed.add(key)
@@ -147,14 +164,15 @@ def _warm(tmp_path_factory, case):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_missing_tool_is_the_same_line_with_cache_without_and_served(namespaces, tmp_path_factory, tmp_path, name):
+def test_missing_tool_is_the_same_line_with_cache_without_and_served(namespaces, remote, tmp_path_factory, tmp_path,
+                                                                     name):
     case = CASES[name]
     paths = case.hide()
     assert paths, f"nothing to hide for {name}: is the tool installed (tools/bootstrap)?"
-    source = _warm(tmp_path_factory, case)
+    source = _warm(tmp_path_factory, case, remote)
     lines = {}
-    for mode in MODES:
-        run, served = _compile_hidden(tmp_path, mode, paths, source, case.args)
+    for mode in MODES if remote else [mode for mode in MODES if mode != "remote"]:
+        run, served = _compile_hidden(tmp_path, mode, paths, source, case.args, remote)
         assert run.returncode not in (0, 99), (mode, run.stderr)
         lines[mode] = _one_line_error(run.stderr, case.says)
         assert sorted(os.listdir(os.path.dirname(source))) == ["k.mlir"], mode  # no object, no header
@@ -186,19 +204,29 @@ def test_scons_build_without_a_tool_fails_in_one_line_and_builds_once_it_is_back
     assert "mlirgpu compile k.mlir" in rebuilt.stdout and (tmp_path / "k.o").is_file()
 
 
-@pytest.mark.parametrize("source,chip,hide", [("saxpy.rocdl.mlir", "gfx942", _rocm_bitcode),
-                                               ("saxpy.xevm.mlir", "bmg", _llvm("mlir-opt"))],
-                         ids=["rocdl-without-device-libs", "xevm-without-mlir-opt"])
-def test_what_a_compile_does_not_use_may_be_missing(namespaces, tmp_path, source, chip, hide):
-    """Cache keys and the dependency list are made of what exists: a module that calls no device library, or one
-    read without mlir-opt, compiles."""
+def _llvm_tools(*names):
+    return lambda: [path for name in names for path in _llvm(name)()]
+
+
+@pytest.mark.parametrize("source,chip,hide,extra", [
+    ("saxpy.rocdl.mlir", "gfx942", _rocm_bitcode, ()),
+    ("saxpy.xevm.mlir", "bmg", _llvm("mlir-opt"), ()),
+    ("saxpy.xevm.mlir", "bmg", _llvm_tools("llc", "opt", "llvm-link"), ("--dump-intermediates", "dumps")),
+], ids=["rocdl-without-device-libs", "xevm-without-mlir-opt", "xevm-dumps-without-llc-opt-llvm-link"])
+def test_what_a_compile_does_not_use_may_be_missing(namespaces, tmp_path, source, chip, hide, extra):
+    """Cache keys, the dependency list and repro.sh are made of what exists: a module that calls no device library,
+    one read without mlir-opt, and dumps whose repro.sh names tools the compile does not run (it names them by
+    their versioned names, for whoever runs it) compile."""
     source = instantiate(os.path.join(CORPUS, source), tmp_path / "k.mlir", chip, 2)
     for mode in ("cache", "no-cache"):
-        run, _served = _compile_hidden(tmp_path, mode, hide(), source)
+        run, _served = _compile_hidden(tmp_path, mode, hide(), source, extra)
         assert run.returncode == 0 and run.stderr == "", run.stderr
         assert (tmp_path / "k.o").is_file()
         os.remove(tmp_path / "k.o")
         os.remove(tmp_path / "k.h")
+        if extra:
+            assert "llc-22" in (tmp_path / "dumps" / "repro.sh").read_text()
+            shutil.rmtree(tmp_path / "dumps")
 
 
 _INSTALL_MEANWHILE = """
@@ -235,23 +263,43 @@ def test_device_libraries_installed_while_a_process_lives_are_found(namespaces, 
     assert "ocml.bc not found" in first and "rocm-device-libs" in first and second == "compiled"
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_ptxas_that_writes_nothing_is_named(tmp_path, mode, cuda_root):
-    """A stand-in ptxas ending with 0 and no cubin, in a toolkit folder of its own."""
-    fake = tmp_path / "cuda"
-    (fake / "bin").mkdir(parents=True)
-    (fake / "bin" / "ptxas").write_text("#!/bin/sh\nexit 0\n")
-    (fake / "bin" / "ptxas").chmod(0o755)
-    os.symlink(os.path.join(cuda_root, "bin", "fatbinary"), fake / "bin" / "fatbinary")
-    os.makedirs(fake / os.path.dirname(cuda.LIBDEVICE))
-    os.symlink(os.path.join(cuda_root, cuda.LIBDEVICE), fake / cuda.LIBDEVICE)
+def _fake_toolkit(folder, real, links, stub):
+    """A toolkit folder of links to the real one's files (`links`), with `stub`: a script that ends with 0 and
+    writes nothing."""
+    for relative in links:
+        os.makedirs(folder / os.path.dirname(relative), exist_ok=True)
+        os.symlink(os.path.join(real, relative), folder / relative)
+    os.makedirs(folder / os.path.dirname(stub), exist_ok=True)
+    (folder / stub).write_text("#!/bin/sh\nexit 0\n")
+    (folder / stub).chmod(0o755)
+    return folder
+
+
+_CUDA_FILES = ("bin/ptxas", "bin/fatbinary", cuda.LIBDEVICE)
+STUBS = {  # tool -> (source, chip, its file in the toolkit, the toolkit's other files, what the line says)
+    "ptxas": ("saxpy.nvvm.mlir", "sm_80", "bin/ptxas", _CUDA_FILES,
+              "ptxas ended without an error but wrote no saxpy_nvvm.cubin"),
+    "fatbinary": ("saxpy.nvvm.mlir", "sm_80", "bin/fatbinary", _CUDA_FILES,
+                  "fatbinary ended without an error but wrote no saxpy_nvvm.fatbin"),
+    "ld.lld": ("saxpy.rocdl.mlir", "gfx942", "llvm/bin/ld.lld", ("amdgcn",),
+               "(ld.lld) ended without an error but wrote no saxpy_rocdl.hsaco"),
+}
+
+
+@pytest.mark.parametrize("tool,mode", [("ptxas", "cache"), ("ptxas", "no-cache"), ("ptxas", "server"),
+                                       ("fatbinary", "cache"), ("ld.lld", "cache")])
+def test_a_tool_that_writes_nothing_is_named(tmp_path, tool, mode, cuda_root):
+    """A stand-in tool ending with 0 and no output, in a toolkit folder of its own (--toolkit)."""
+    source, chip, stub, links, says = STUBS[tool]
+    real = cuda_root if source.endswith(".nvvm.mlir") else rocm.rocm_toolkit()
+    fake = _fake_toolkit(tmp_path / "toolkit", real, [link for link in links if link != stub], stub)
     work = tmp_path / "work"
     work.mkdir()
-    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), work / "k.mlir", "sm_80", 2)
+    source = instantiate(os.path.join(CORPUS, source), work / "k.mlir", chip, 2)
     args = shlex.split(_mlirgpu("compile", source, "-o", "k.o", "--header", "k.h", "--toolkit", str(fake)))
     run = subprocess.run(args, cwd=work, env=_env(tmp_path, mode), capture_output=True, text=True, timeout=180)
     if mode == "server":
         subprocess.run(shlex.split(_mlirgpu("server", "stop")), env=_env(tmp_path, mode), capture_output=True)
     assert run.returncode == 1, run.stderr
-    _one_line_error(run.stderr, ("ptxas ended without an error but wrote no saxpy_nvvm.cubin", str(fake)))
+    _one_line_error(run.stderr, (says, str(fake / stub)))
     assert sorted(os.listdir(work)) == ["k.mlir"]

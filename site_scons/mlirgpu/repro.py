@@ -33,13 +33,13 @@ def commands(job, options):
     libraries = [path for path in job.target.library_inputs(job, options)]
     found = [
         {"stage": "linked.ll", "exact": False,
-         "argv": [toolchain.llvm_tool("llvm-link"), "-S", "--only-needed", "--internalize", name("initial.ll"),
+         "argv": [toolchain.command("llvm-link"), "-S", "--only-needed", "--internalize", name("initial.ll"),
                   *libraries, "-o", name("linked.ll")]},
         {"stage": "opt.ll", "exact": False,
-         "argv": [toolchain.llvm_tool("opt"), "-S", f"-O{job.opt_level}", *machine, name("linked.ll"), "-o",
+         "argv": [toolchain.command("opt"), "-S", f"-O{job.opt_level}", *machine, name("linked.ll"), "-o",
                   name("opt.ll")]},
         {"stage": "isa", "exact": True,
-         "argv": [toolchain.llvm_tool("llc"), f"-O{job.opt_level}", *machine, "-asm-verbose=false", name("opt.ll"),
+         "argv": [toolchain.command("llc"), f"-O{job.opt_level}", *machine, "-asm-verbose=false", name("opt.ll"),
                   "-o", name("isa")]},
     ]
     if options.format != "isa":

@@ -129,6 +129,16 @@ def _llvm_tool(name, environment):
     raise ToolMissing(f"{name} (LLVM {LLVM_MAJOR}) not found", fix=INSTALL[package])
 
 
+def command(name, environment=None):
+    """An MLIR/LLVM tool as a command a person runs later names it (repro.sh): its path where found, else its name
+    with the pinned version (`llc-22`), looked up when the command runs. A compile that writes such a command but
+    never runs the tool does not fail for want of it."""
+    try:
+        return llvm_tool(name, environment)
+    except ToolMissing:
+        return f"{name}-{LLVM_MAJOR}"
+
+
 def found(*searches):
     """The tools `searches` (functions giving a path, or raising ToolMissing) find, those not found left out: what
     a signature or cache key is made of (the step that runs a missing tool reports it)."""

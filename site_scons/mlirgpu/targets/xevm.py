@@ -87,9 +87,10 @@ class XeVM(Target):
         return text.encode("utf-8") + b"\0"  # upstream's object keeps the assembly's NUL
 
     def binary_commands(self, job, options, folder):
-        """The stock equivalent of the in-process emission below: `llc -filetype=obj` on the optimized IR."""
+        """The stock equivalent of the in-process emission below: `llc -filetype=obj` on the optimized IR (for
+        repro.sh only: a compile runs no llc, and needs none)."""
         name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
-        return [([toolchain.llvm_tool("llc"), f"-O{job.opt_level}", "-filetype=obj", name("opt.ll"), "-o",
+        return [([toolchain.command("llc"), f"-O{job.opt_level}", "-filetype=obj", name("opt.ll"), "-o",
                   name("spv")], "emitting SPIR-V (llc)", None)]
 
     def serialize(self, job, assembly, options, scratch):
