@@ -179,7 +179,7 @@ def test_missing_tool_is_the_same_line_with_cache_without_and_served(namespaces,
         if mode == "server":
             assert served and served >= 1, run.stdout  # the compile was the server's
     assert len(set(lines.values())) == 1, lines
-    assert lines["no-cache"].startswith("mlirgpu: "), lines
+    assert lines["no-cache"].startswith(f"mlirgpu: {source}:"), lines  # at the file, as every error
 
 
 @pytest.mark.parametrize("name", ["rocdl-device-libs", "nvvm-ptxas"])

@@ -15,9 +15,10 @@ def _argv(tool, args):
 
 def run_mlir_tool(tool, args, source, what, text=None, fix=None):
     """Run mlir-opt or mlir-translate (single-threaded: inputs are small, and MLIR's thread pool costs more to
-    start than it saves) on a file or on `text`; its output, or a CompileError located in `source`."""
-    argv = _argv(tool, args)
+    start than it saves) on a file or on `text`; its output, or a CompileError located in `source` (the tool
+    missing too)."""
     try:
+        argv = _argv(tool, args)
         result = process.run(argv, what, input=None if text is None else text.encode("utf-8"))
     except CompileError as exc:
         raise exc.located(source)
@@ -57,7 +58,10 @@ def translate_pieces(pieces, source):
     cache = stagecache.open_cache()
     if cache is None:
         return _translate_crash_safe(pieces, source)
-    tool = toolchain.identity(toolchain.llvm_tool("mlir-translate"))
+    try:
+        tool = toolchain.identity(toolchain.llvm_tool("mlir-translate"))
+    except CompileError as exc:  # missing: said at the file, as without a cache
+        raise exc.located(source)
     keys = [stagecache.key("translate", piece, tool, __version__) for piece in pieces]
     found = [stagecache.restored(bytes.decode, payload) for payload in cache.get_many(keys)]
     missing = [index for index, text in enumerate(found) if text is None]
