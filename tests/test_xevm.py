@@ -4,6 +4,7 @@ back end reported with a fix, the attribute's own checks, and the binaries valid
 import os
 import re
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -235,3 +236,70 @@ def test_an_error_inside_a_split_module_names_the_files_line(tmp_path):
     with pytest.raises(CompileError) as failure:
         compile_file(source, CompileOptions(format="bin"))
     assert str(failure.value).startswith(f"{source}:{line}: error:") and "math.exp" in str(failure.value)
+
+
+def _upstream_xevm_binary(source, flags):
+    """The one SPIR-V binary of `mlir-opt source flags` (upstream's pipeline with its serialization)."""
+    lowered = subprocess.run([toolchain.llvm_tool("mlir-opt"), source, *flags], capture_output=True, text=True)
+    assert lowered.returncode == 0, lowered.stderr
+    found = re.findall(r'#gpu\.object<#xevm\.target, "((?:[^"\\]|\\.)*)"', lowered.stdout)
+    assert len(found) == 1, lowered.stdout[:400]
+    return oracle.decode(found[0])
+
+
+def test_kernels_on_memrefs_lower_as_upstreams_xevm_pipeline_lowers_them(tmp_path):
+    """22.1.8's gpu-lower-to-xevm-pipeline takes kernels with memref arguments, and the built-in lowering for
+    `--target xevm` gives the same SPIR-V (what the README says)."""
+    source = os.path.join(CORPUS, "pipelines", "xevm_add.mlir")
+    compile_file(source, CompileOptions(target="xevm", format="bin", host_code="ignore", dump_dir=str(tmp_path)))
+    ours = (tmp_path / "kernels.spv").read_bytes()
+    assert ours == _upstream_xevm_binary(source, ["--gpu-lower-to-xevm-pipeline=xegpu-op-level=lane"])
+    _spirv_valid(tmp_path / "kernels.spv")
+
+
+ATTRIBUTION = """\
+module @reverse attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @reverse(%a: memref<16xf32>) workgroup(%tile: memref<16xf32, 3>) kernel {
+      %i = gpu.thread_id x
+      %c15 = arith.constant 15 : index
+      %x = memref.load %a[%i] : memref<16xf32>
+      memref.store %x, %tile[%i] : memref<16xf32, 3>
+      gpu.barrier
+      %j = arith.subi %c15, %i : index
+      %y = memref.load %tile[%j] : memref<16xf32, 3>
+      memref.store %y, %a[%i] : memref<16xf32>
+      gpu.return
+    }
+  }
+  func.func @run(%a: memref<16xf32>) {
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    gpu.launch_func @kernels::@reverse blocks in (%c1, %c1, %c1) threads in (%c16, %c1, %c1) args(%a : memref<16xf32>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("lowering", ["built-in", "upstream"])
+def test_a_workgroup_attribution_becomes_a_parameter_no_launch_passes_and_is_warned_of(tmp_path, lowering):
+    """MLIR 22 lowers a workgroup memory attribution for XeVM into one more `ptr addrspace(3)` kernel parameter
+    (upstream's pipeline too: same SPIR-V), which the launch, passing only the memref, never fills: the compile
+    says so in one warning naming the kernel, also when the compile comes from the cache."""
+    source = _write(tmp_path, ATTRIBUTION)
+    flags = ["--gpu-lower-to-xevm-pipeline=xegpu-op-level=lane"]
+    options = (CompileOptions(target="xevm", format="bin", host_code="ignore") if lowering == "built-in" else
+               CompileOptions(lowering=flags[0], format="bin"))
+    for run in ("first", "again"):
+        result = compile_file(source, replace(options, dump_dir=str(tmp_path / run)))
+        said = [str(warning) for warning in result.warnings if "no launch passes" in str(warning)]
+        assert said == [f"{source}:2: warning: kernel @reverse of gpu.module @kernels takes its workgroup memory as "
+                        "an extra ptr addrspace(3) parameter that no launch passes (MLIR 22's XeVM lowering, as "
+                        "upstream's): use an llvm.mlir.global in addrspace 3"], run
+        assert ("cached" in result.timings) == (run == "again")
+    assert re.search(r"define spir_kernel void @reverse\([^\n]*, ptr addrspace\(3\) [^,\n]*\)",
+                     (tmp_path / "first" / "kernels.opt.ll").read_text())
+    assert (tmp_path / "first" / "kernels.spv").read_bytes() == _upstream_xevm_binary(source, flags)
+    plain = compile_file(os.path.join(CORPUS, "pipelines", "xevm_add.mlir"), options)
+    assert not [warning for warning in plain.warnings if "no launch passes" in str(warning)]

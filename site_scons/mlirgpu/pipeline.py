@@ -353,6 +353,7 @@ def _compile(source, options, output, pretranslated, report):
                 started = time.perf_counter()
                 warnings += _own_target_warnings(loaded.modules, options, source)
                 warnings += _no_kernel_warnings(loaded.modules, entry.absent, source)
+                warnings += sources.unpassed_parameter_warnings(loaded.modules, source)
                 outputs, binaries, obj = _replay(compile_, loaded, jobs, entry, dumps)
                 caller_tools = []
                 timings["cached"] = time.perf_counter() - started
@@ -431,6 +432,7 @@ def _run_middle(compile_, loaded, jobs, pretranslated, dumps, warnings, timings,
     absent = [module.name for module in loaded.modules
               if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _no_kernel_warnings(loaded.modules, absent, source)
+    warnings += sources.unpassed_parameter_warnings(loaded.modules, source)
     outputs = {job.id: run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
     for job in jobs:
         for stage, path in compile_.substituted.get(job.id, {}).items():

@@ -9,11 +9,12 @@ then a standalone module for `mlir-translate --no-implicit-module`. Local-scope 
 import re
 from dataclasses import dataclass, replace
 
-from .errors import CompileError
+from .errors import CompileError, CompileWarning
 from .fsutil import read_source
 from . import lowering
 from .options import hint
-from .mlirtext import Unreadable, skip_space, symbol_name, target_list
+from .mlirops import function_attribute_names, gpu_module_header, op_spans
+from .mlirtext import SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, target_list
 from .mlirtools import run_mlir_tool
 from .targets import TARGETS, target_for_attribute
 from .targets.base import TargetAttr
@@ -237,6 +238,42 @@ def split(text, source):
                                  (match.group(2) or "").strip()))
         i = end + 1
     return modules
+
+
+def unpassed_parameter_warnings(modules, path):
+    """A warning per kernel with a parameter no launch passes: MLIR 22 lowers a workgroup memory attribution
+    for XeVM (`convert-gpu-to-llvm-spv`, also in upstream's `gpu-lower-to-xevm-pipeline`) into one more
+    `ptr addrspace(3)` parameter (marked `llvm.workgroup_attribution`), which `gpu.launch_func` never fills."""
+    warnings = []
+    for module in modules:
+        try:
+            kernels = _kernels_with_attributions(module.text)
+        except Unreadable:
+            continue  # text the reader does not follow (generic syntax) is not checked
+        warnings += [CompileWarning(f"kernel @{kernel} of gpu.module @{module.name} takes its workgroup memory as an "
+                                    "extra ptr addrspace(3) parameter that no launch passes (MLIR 22's XeVM "
+                                    "lowering, as upstream's): use an llvm.mlir.global in addrspace 3", file=path,
+                                    line=module.line) for kernel in kernels]
+    return warnings
+
+
+def _kernels_with_attributions(text):
+    """The `gpu.kernel` llvm.funcs directly in the gpu.module `text` with an `llvm.workgroup_attribution`
+    parameter."""
+    st = Structure(text)
+    head = re.search(r"(?<![\w.$])gpu\.module\b", st.masked)
+    if head is None:
+        raise Unreadable("no gpu.module")
+    body = gpu_module_header(st, head.end()).body
+    found = []
+    for op, _start, name_end, span_end in op_spans(st, body + 1, st.closing[body], st.depth_at(body + 1)):
+        if op != "llvm.func" or "gpu.kernel" not in function_attribute_names(st, name_end, span_end):
+            continue
+        symbol = SYMBOL.search(st.clean, name_end, span_end)  # found: function_attribute_names read it
+        opened = st.masked.find("(", symbol.end())
+        if "llvm.workgroup_attribution" in st.clean[opened : matching_close(st.clean, opened, "(", ")")]:
+            found.append(symbol_name(symbol.group(1)))
+    return found
 
 
 HOST_PIPELINE = (

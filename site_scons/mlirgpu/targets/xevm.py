@@ -55,7 +55,8 @@ class XeVM(Target):
     def lowering_pipeline(self, chips, features, opt_level, before_all=""):
         """As the built-in recipe of the other targets, with the SPIR-V conversion first inside the gpu.module
         (it retypes index block arguments, so scf-to-cf must follow it) and `convert-to-llvm` there, since
-        `convert-cf-to-llvm` runs on builtin modules only. `gpu-lower-to-xevm-pipeline` takes no memrefs."""
+        `convert-cf-to-llvm` runs on builtin modules only. Kernels on memrefs get the SPIR-V that
+        `gpu-lower-to-xevm-pipeline` gives them."""
         return (f"builtin.module({before_all}gpu-kernel-outlining, {self._attach(chips, '', opt_level)}, "
                 "lower-affine, gpu.module(convert-gpu-to-llvm-spv{use-64bit-index=true}, convert-xevm-to-llvm, "
                 "convert-scf-to-cf, convert-to-llvm, canonicalize, cse, reconcile-unrealized-casts), "
@@ -66,8 +67,10 @@ class XeVM(Target):
             return ("MLIR 22 converts gpu.shuffle for XeVM only with width 16, in a gpu.func with attributes "
                     "{intel_reqd_sub_group_size = 16 : i32}")
         if "#gpu.address_space<workgroup>" in line:
-            return ("MLIR 22 has no XeVM lowering for workgroup memory attributions: use an llvm.mlir.global in "
-                    f"addrspace 3, or lower with your own pipeline ({hint('lowering')})")
+            return ("MLIR 22 has no XeVM lowering for workgroup memory in #gpu.address_space<workgroup> (upstream's "
+                    "pipeline fails alike; an attribution in memory space 3 becomes a kernel parameter no launch "
+                    "passes): use an llvm.mlir.global in addrspace 3, or lower with your own pipeline "
+                    f"({hint('lowering')})")
         return None
 
     def attach_pipeline(self, chips, features, opt_level, modules=""):
