@@ -3,7 +3,8 @@ tokenizeCmdOptions`): one pair of surrounding double quotes, then one of single 
 GNU command-line tokenizer (`cl::TokenizeGNUCommandLine`) splits the rest. That tokenizer is not a shell: a
 backslash escapes the next character inside and outside quotes, a quote opens a span that ends at the same
 quote, an unclosed quote runs to the end, and empty arguments are dropped. Using `shlex` instead gives other
-arguments (and other binaries) for inputs such as `"--maxrregcount=40 -v"`.
+arguments (and other binaries) for inputs such as `"--maxrregcount=40 -v"`. The other way, `option_words` writes an
+option so that a command line gives it back.
 """
 
 _WHITESPACE = " \t\r\n"
@@ -67,3 +68,11 @@ def tokenize_cmd_options(text):
 def unclosed_quote(text):
     """Whether upstream's tokenizer would run to the end inside a quote (it accepts that; we refuse it)."""
     return gnu_tokenize(_unquoted(text), report_unclosed=True)[1]
+
+
+def option_words(flag, value):
+    """`flag value` as command-line words that read back as that value: one starting with `-` would be taken for
+    an option (argparse refuses `--opts -v`), so it is joined to its flag (`--opts=-v`, `-l-x.bc`)."""
+    if not value.startswith("-"):
+        return [flag, value]
+    return [f"{flag}={value}" if flag.startswith("--") else flag + value]

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, fields, replace
 
 from . import errors
-from .cmdline import unclosed_quote
+from .cmdline import option_words, unclosed_quote
 
 FORMATS = ("isa", "bin", "fatbin")
 LAYOUTS = ("plain", "vendor")
@@ -214,7 +214,8 @@ def field_names():
 
 
 def to_argv(options):
-    """The `mlirgpu compile` arguments that give `options` (the format always, other options when set)."""
+    """The `mlirgpu compile` arguments that give `options` (the format always, other options when set; a value
+    starting with `-` joined to its flag, so it is not read as an option)."""
     defaults = CompileOptions()
     argv = []
     for option in OPTIONS:
@@ -223,7 +224,7 @@ def to_argv(options):
             continue
         if option.name == "link_libs":
             for library in value:
-                argv += [option.flag, library]
+                argv += option_words(option.flag, library)
         else:
-            argv += [option.flag, str(value)]
+            argv += option_words(option.flag, str(value))
     return argv

@@ -370,7 +370,7 @@ def _compile(source, options, output, pretranslated, report):
     if dumps:
         commands = {job.id: repro.commands(job, options) for job in jobs}
         containers = repro.container_commands(loaded.modules, jobs, options, loaded.has_host_code)
-        dumps.write(REPRO_DUMP, repro.script(jobs, options, commands, containers))
+        dumps.write(REPRO_DUMP, repro.script(jobs, options, commands, containers, compile_.substituted))
         logs = {job.id: outputs[job.id].binaries.get("log", b"").decode("utf-8", "replace") for job in jobs}
         dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
                              compile_.substituted, commands, logs))

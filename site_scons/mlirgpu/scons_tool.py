@@ -45,6 +45,7 @@ import SCons.Variables
 
 from . import errors, remotecache, toolchain, workers
 from .api import compile_to_object
+from .cmdline import option_words
 from .errors import CompileError
 from .fsutil import remove_quietly
 from .options import OPTIONS, CompileOptions, to_argv
@@ -719,20 +720,26 @@ def _describe(target, source, env):
 
 
 def _command_line(target, source, env):
-    """The `mlirgpu compile` command of an object; remembered per object once the build files are read (SCons
-    asks for it once per target of the object, eight with dumps, in every build)."""
+    """The `mlirgpu compile` command of an object, to paste into a shell: every word quoted, a value starting with
+    `-` joined to its flag, a source starting with `-` last, after `--`. Remembered per object once the build
+    files are read (SCons asks for it once per target of the object, eight with dumps, in every build)."""
     obj = target[0]
     remembered = getattr(obj.attributes, "mlirgpu_command_line", None)
     if remembered is not None:
         return remembered
+    path = _source_path(source[0])
+    words = option_words("-o", target[0].path)
     try:
         options = _options(env, target, source)
     except CompileError:
-        return f"mlirgpu compile {source[0]} -o {target[0]}"
-    if not _bool(setting(env, "GPU_DUMP")):
-        options = dataclasses.replace(options, dump_dir="")
-    line = shlex.join(["mlirgpu", "compile", _source_path(source[0]), "-o", target[0].path] + to_argv(options))
-    if _READ_DONE:
+        options = None
+    if options is not None:
+        if not _bool(setting(env, "GPU_DUMP")):
+            options = dataclasses.replace(options, dump_dir="")
+        words += to_argv(options)
+    words = words + ["--", path] if path.startswith("-") else [path] + words
+    line = shlex.join(["mlirgpu", "compile"] + words)
+    if options is not None and _READ_DONE:
         obj.attributes.mlirgpu_command_line = line
     return line
 
