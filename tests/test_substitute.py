@@ -185,3 +185,26 @@ def test_the_manifest_and_reports_mark_substituted_jobs_and_a_gate_can_refuse_th
     for report in ("gpu-report.md", "gpu-report.html"):
         assert "Substituted stages" in (tmp_path / "B" / report).read_text()
         assert "Substituted stages" not in (tmp_path / "A" / report).read_text()
+
+
+def test_a_folder_named_like_a_dump_is_one_line_and_other_names_are_not_looked_at(tmp_path, cuda_root):
+    """In the substitute folder, a folder named like a job's dump is an error naming it, from the CLI and from
+    SCons, never a traceback; a file or folder named like a dump of a module this source lacks is not looked at."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    (tmp_path / "S" / "saxpy_nvvm.isa").mkdir(parents=True)
+    (tmp_path / "S" / "other_module.isa").write_text("not PTX\n")
+    (tmp_path / "S" / "other_module.opt.ll").mkdir()
+    run = _compile(tmp_path, source, "--substitute", "S")
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("mlirgpu: S/saxpy_nvvm.isa: error: substitute 'S/saxpy_nvvm.isa': it is a folder")
+    assert "(fix: " in run.stderr
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{os.path.join(SITE, 'site_tools')!r}])\n"
+        "env.GpuObject('k', 'k.mlir')\n")
+    run = subprocess.run([SCONS, "-Q", "DUMP=1", "GPU_SUBSTITUTE=S"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 2 and 'File "' not in run.stdout + run.stderr  # no traceback's frames
+    assert "error: substitute 'S/saxpy_nvvm.isa': it is a folder" in run.stderr
+    (tmp_path / "S" / "saxpy_nvvm.isa").rmdir()
+    run = _compile(tmp_path, source, "--substitute", "S")
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert _record(tmp_path / "D")["substituted"] is False

@@ -22,7 +22,8 @@ _MAGIC = {"cubin": b"\x7fELF", "hsaco": b"\x7fELF", "fatbin": (0xBA55ED50).to_by
 
 
 def available(folder):
-    """{file name: path} of the regular files in the substitute folder (checked by planning: it exists)."""
+    """{name: path} of what the substitute folder holds (checked by planning: it exists). A name no job's dump
+    has is never looked at; one that is, but is no regular file (a folder, say), is an error when its job runs."""
     if not folder:
         return {}
     try:
@@ -30,7 +31,7 @@ def available(folder):
     except OSError as exc:
         raise CompileError(f"cannot read the substitute folder '{folder}': {exc.strerror}",
                            fix="name an existing folder of substitutes") from None
-    return {name: os.path.join(folder, name) for name in names if os.path.isfile(os.path.join(folder, name))}
+    return {name: os.path.join(folder, name) for name in names}
 
 
 def names_for(job, stage_suffix, options):
@@ -52,11 +53,20 @@ def _fail(path, why, fix):
     raise CompileError(f"substitute '{path}': {why}", file=path, fix=fix)
 
 
+def _read(path):
+    """A substitute's bytes: a regular file, else an error naming it."""
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "a link to nothing" if os.path.islink(path) else \
+            "not a regular file"
+        _fail(path, f"it is {kind}, named like a dump", "put the edited dump there as a file, or remove it")
+    return read_source(path)
+
+
 def load_ir(job, path, kernels):
     """An LLVM IR substitute, parsed as the stage's output (the job's target machine)."""
     from . import llvm_ops
 
-    text = read_source(path).decode("utf-8", "replace")
+    text = _read(path).decode("utf-8", "replace")
     try:
         module = llvm_ops.parse_checked(text)
     except RuntimeError as exc:
@@ -75,7 +85,7 @@ def load_ir(job, path, kernels):
 
 
 def load_isa(job, path, kernels):
-    text = read_source(path).decode("utf-8", "replace")
+    text = _read(path).decode("utf-8", "replace")
     if not job.target.assembles_from_text:
         _fail(path, f"{job.target.name} makes its binary from the optimized module, not from its ISA text",
               f"substitute {job.stem}.opt.ll instead")
@@ -90,7 +100,7 @@ def load_isa(job, path, kernels):
 
 
 def load_binary(job, path, suffix, kernels, options):
-    data = read_source(path)
+    data = _read(path)
     if suffix != job.target.binary_suffixes(options.format)[-1]:
         embedded = job.target.binary_suffixes(options.format)[-1]
         _fail(path, f"the .{suffix} is not what this build embeds (the .{embedded})",
