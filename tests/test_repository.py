@@ -208,3 +208,18 @@ def test_a_substitute_folder_in_the_repository_is_read_and_tracked(tmp_path):
         assert _record(build.out / "a.dumps" / "mlirgpu.json")["substituted"] is True
         assert constant in (build.out / "a.dumps" / "saxpy_nvvm.isa").read_text()
         assert "up to date" in build.scons("DUMP=1", "GPU_SUBSTITUTE=S").stdout
+
+
+def test_an_out_of_tree_build_shares_a_cachedir_with_a_build_in_place(tmp_path):
+    """Signatures name the libraries as the build files do, not by the repository's path: every object a build in
+    the checkout cached is restored in an out-of-tree build, the one linking a library of the checkout too."""
+    build = Build(tmp_path, "scons -Y")
+    top = build.repo / "SConstruct"
+    top.write_text(top.read_text().replace("env.SetDefault(", f"CacheDir({str(tmp_path / 'cache')!r})\n"
+                                           "env.SetDefault(", 1))
+    scons(build.repo, "DUMP=1")
+    scons(build.repo, "DUMP=1", "-c")  # the checkout is clean again: the build folder must make or fetch it all
+    run = build.scons("DUMP=1")
+    assert compiled(run) == []
+    for name in ("a.o", "a.h", "c.o", "d.o", "d.h", "d.dumps/saxpy_linked.fatbin", "host.out"):
+        assert f"Retrieved `{name}' from cache" in run.stdout, run.stdout

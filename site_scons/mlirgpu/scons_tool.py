@@ -374,12 +374,10 @@ def _path_node(env, variable, path, folder=False):
 
 def _depend_on_substitutes(env, obj, source, options):
     """The substitutes of this object's jobs, as dependencies: editing one rebuilds, and so does adding or
-    removing one (the list of present names is a dependency too). Looked up as entries first: a folder named like
-    a dump is no File node (the compile says what it is)."""
+    removing one (the list of present names is a dependency too)."""
     folder = _substitute_dir(env, options.substitute)
     names = planned_outputs(_source_path(source[0], absolute=True), options)
-    present = [folder.File(node.name) for node in map(folder.Entry, names)
-               if os.path.isfile(_source_path(node, absolute=True))]
+    present = [node for node in map(folder.File, names) if os.path.isfile(_source_path(node, absolute=True))]
     env.Depends(obj, present + [env.Value("mlirgpu substitutes: " + ",".join(sorted(node.name for node in present)))])
 
 
@@ -478,9 +476,20 @@ def _signature(target, source, env):
     lowering = uses_build_target(_source_path(node, absolute=True))
     shaping = [option.name for option in OPTIONS if option.name not in ("dump_dir", "dump_prefix", "depfile", "header")
                and (lowering or option.name not in ("target", "chip", "features", "opt_level", "lowering"))]
-    parts = [f"{name}={getattr(options, name)!r}" for name in shaping]
+    named = _as_named(env, target, source, options)
+    parts = [f"{name}={named.get(name, getattr(options, name))!r}" for name in shaping]
     parts.append(f"header={'yes' if options.header else 'no'}")
     return "\n".join(parts + [_identity(env, options)])
+
+
+def _as_named(env, target, source, options):
+    """The libraries and the substitute folder as the build files name them (relative to the top folder), not
+    where the compile reads them: an out-of-tree build's signature then holds no repository path, and it shares a
+    CacheDir with a build in place (the files' contents are dependencies of their own)."""
+    named = {"link_libs": tuple(node.path for node in getattr(target[0].attributes, "mlirgpu_libs", []))}
+    if options.substitute:
+        named["substitute"] = _substitute_dir(env, _text(env, "GPU_SUBSTITUTE", target, source)).path
+    return named
 
 
 class _CompileAction(SCons.Action.FunctionAction):
