@@ -25,13 +25,29 @@ _OBJECT = re.compile(r'#gpu\.object<(#\w+\.target(?:<[^>]*>)?)(?:, properties = 
 
 
 def run_line(path):
-    """The mlir-opt flags of the file's first RUN line (the lowering, as upstream's test gives it)."""
+    """The mlir-opt flags of the file's first RUN command (the lowering, as upstream's test gives it): its
+    `\\`-continued RUN lines joined, up to the first `|` outside quotes."""
+    command = None
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            match = re.match(r"// RUN: mlir-opt %s (.*?)\s*\\?$", line)
-            if match:
-                return match.group(1)
-    raise AssertionError(f"{path} has no mlir-opt RUN line")
+            match = re.match(r"// RUN:(.*?)\s*$", line)
+            if command is None and match and match.group(1).strip().startswith("mlir-opt %s"):
+                command = ""
+            if command is None:
+                continue
+            text = match.group(1) if match else ""
+            command += " " + text.rstrip("\\").strip()
+            if not text.endswith("\\"):
+                break
+    if command is None:
+        raise AssertionError(f"{path} has no mlir-opt RUN line")
+    quote = None
+    for index, char in enumerate(command):
+        quote = (None if char == quote else quote) if quote else (char if char in "\"'" else None)
+        if char == "|" and not quote:
+            command = command[:index]
+            break
+    return command.strip()[len("mlir-opt %s"):].strip()
 
 
 def upstream(path, flags, workdir):
@@ -50,11 +66,23 @@ def upstream(path, flags, workdir):
 
 
 def as_pass_pipeline(flags):
-    """A RUN line's `-name="options"` flags in pass-pipeline syntax: `name{options}`."""
+    """A RUN line's flags in pass-pipeline syntax: `-name="options"` as `name{options}`, nested in
+    `gpu.module(...)` where mlir-opt nests the flag (a pass anchored on gpu.module, as it dumps it alone);
+    `--pass-pipeline='builtin.module(X)'` as X."""
     passes = []
     for word in shlex.split(flags):
         name, _, value = word.lstrip("-").partition("=")
-        passes.append(f"{name}{{{value}}}" if value else name)
+        if name == "pass-pipeline":
+            passes.append(value[len("builtin.module("):-1])
+            continue
+        element = f"{name}{{{value}}}" if value else name
+        dumped = subprocess.run([toolchain.llvm_tool("mlir-opt"), "-", "--dump-pass-pipeline", word, "-o", os.devnull],
+                                input="module {}", capture_output=True, text=True).stderr
+        if " ".join(dumped.split()).startswith("Pass Manager with 1 passes: builtin.module( gpu.module("):
+            if passes and passes[-1].startswith("gpu.module("):
+                element, passes = f"{passes[-1][len('gpu.module('):-1]}, {element}", passes[:-1]
+            element = f"gpu.module({element})"
+        passes.append(element)
     return ", ".join(passes)
 
 

@@ -44,16 +44,31 @@ class Pipeline:
 def canonical(text):
     """The pass-pipeline form of `text`: a pipeline as is; mlir-opt flags (`-name`, `-name="opts"`,
     `--name=opts`, `--pass-pipeline=X`, several of them, with `mlir-opt %s` before and `| ...` after as a RUN line
-    has them) as the `name{opts}, ...` list they stand for."""
+    has them) as the `name{opts}, ...` list they stand for (for messages: `expand` gives mlir-opt the flags)."""
+    words = _flags(text)
+    if words is None:
+        return text.strip()
+    passes = []
+    for word in words:
+        name, value = _FLAG.match(word).groups()
+        if name == "pass-pipeline":
+            passes.append(value or "")
+        else:
+            passes.append(f"{name}{{{value}}}" if value else name)
+    return ", ".join(passes)
+
+
+def _flags(text):
+    """The mlir-opt pass flags `text` gives as a RUN line does (None for a pass pipeline), each one word."""
     stripped = text.strip()
     if not stripped.startswith(("-", "mlir-opt")):
-        return stripped
+        return None
     try:
         words = shlex.split(stripped)
     except ValueError as exc:
         raise CompileError(f"cannot read the lowering pipeline ({exc})",
                            fix=f"quote it as the RUN line does, e.g. {hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}") from None
-    passes, joined = [], []
+    flags, joined = [], []
     for word in words:  # the shell took a flag's quotes: `-p=a=1 b=2` arrives as one word, or as three
         if joined and "=" in joined[-1] and not word.startswith("-") and word not in _RUN_LINE_WORDS + ("|",):
             joined[-1] += " " + word
@@ -70,11 +85,8 @@ def canonical(text):
                                fix="give mlir-opt's pass flags (-name or -name=\"options\") or a pass pipeline "
                                    f"({hint('lowering', 'name{options}, ...')})")
         name, value = match.groups()
-        if name == "pass-pipeline":
-            passes.append(value or "")
-        else:
-            passes.append(f"{name}{{{value}}}" if value else name)
-    return ", ".join(passes)
+        flags.append(f"--pass-pipeline={anchored(value or '')}" if name == "pass-pipeline" else word)
+    return flags
 
 
 def anchored(pipeline):
@@ -144,9 +156,11 @@ def _quoted(value):
 
 
 @functools.lru_cache(maxsize=64)
-def _expanded(pipeline):
-    argv = [toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", "-", "--dump-pass-pipeline",
-            f"--pass-pipeline={anchored(pipeline)}", "-o", "/dev/null"]
+def _expanded(args):
+    """The Pipeline mlir-opt runs for `args` (its pass flags, or one --pass-pipeline): flags reach mlir-opt as
+    given, so op-anchored ones (`-convert-gpu-to-nvvm`) nest into `gpu.module(...)` as on a RUN line."""
+    argv = [toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", "-", "--dump-pass-pipeline", *args,
+            "-o", "/dev/null"]
     result = process.run(argv, "expanding the lowering pipeline", input=b"module {}\n")
     text = result.stderr.decode("utf-8", "replace")
     start = text.find("builtin.module(")
@@ -168,7 +182,8 @@ def _expanded(pipeline):
 def expand(text, source=None):
     """The Pipeline `text` (any spelling `canonical` reads) stands for; raises a CompileError located in `source`."""
     try:
-        return _expanded(canonical(text))
+        flags = _flags(text)
+        return _expanded(tuple(flags) if flags is not None else (f"--pass-pipeline={anchored(text.strip())}",))
     except CompileError as exc:
         raise exc.located(source) if source else exc
 
