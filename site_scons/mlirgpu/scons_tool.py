@@ -374,10 +374,12 @@ def _path_node(env, variable, path, folder=False):
 
 def _depend_on_substitutes(env, obj, source, options):
     """The substitutes of this object's jobs, as dependencies: editing one rebuilds, and so does adding or
-    removing one (the list of present names is a dependency too)."""
+    removing one (the list of present names is a dependency too). Looked up as entries first: a folder named like
+    a dump is no File node (the compile says what it is)."""
     folder = _substitute_dir(env, options.substitute)
     names = planned_outputs(_source_path(source[0], absolute=True), options)
-    present = [node for node in map(folder.File, names) if os.path.isfile(_source_path(node, absolute=True))]
+    present = [folder.File(node.name) for node in map(folder.Entry, names)
+               if os.path.isfile(_source_path(node, absolute=True))]
     env.Depends(obj, present + [env.Value("mlirgpu substitutes: " + ",".join(sorted(node.name for node in present)))])
 
 
