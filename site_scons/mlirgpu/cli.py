@@ -54,12 +54,22 @@ def _compile_options(command):
                          help="on errors, show the tools' output, repro commands and tracebacks")
 
 
+class _PrintCMakeDir(argparse.Action):
+    """`--cmake-dir`: where find_package(MLIRGPU CONFIG) finds this installation's CMake module."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake"))
+        parser.exit(0)
+
+
 @functools.cache
 def _parser():
     """The command line's parser, built once (the compile server builds it before forking its commands)."""
     parser = _Parser(prog="mlirgpu", description="Stage-by-stage MLIR GPU compiler (byte-identical to "
                                                  "mlir-opt --gpu-module-to-binary of MLIR 22).")
     parser.add_argument("--version", action="version", version=f"mlirgpu {__version__}")
+    parser.add_argument("--cmake-dir", action=_PrintCMakeDir, nargs=0,
+                        help="print the folder of MLIRGPUConfig.cmake (for CMAKE_PREFIX_PATH) and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     compile_ = commands.add_parser("compile", help="compile the gpu.modules of a .mlir file to a host object")
     _compile_options(compile_)

@@ -37,6 +37,20 @@ def temp_name(path):
     return os.path.join(folder, f".{name}{TEMP_MARK}{secrets.token_hex(4)}")
 
 
+def write_if_changed(path, data):
+    """`write_atomic`, unless `path` already holds exactly `data` (a regular file): then it is left as it is, with
+    its time, so what includes it (a C header) is not rebuilt by tools that compare times (Make, Ninja, Meson)."""
+    encoded = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == len(encoded):
+            with open(path, "rb") as handle:
+                if handle.read() == encoded:
+                    return
+    except OSError:
+        pass
+    write_atomic(path, encoded)
+
+
 def write_atomic(path, data):
     """Write bytes or str to `path` atomically, creating its folder."""
     if isinstance(data, str):

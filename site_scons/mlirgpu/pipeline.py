@@ -27,7 +27,7 @@ from . import source as sources
 from .dumps import DumpFolder, project_path
 from .embed import Embedded
 from .errors import CompileError, CompileWarning
-from .fsutil import remove_stale_temps, write_atomic
+from .fsutil import remove_stale_temps, write_atomic, write_if_changed
 from .mlirtext import SYMBOL, hex_escaped
 from .mlirtools import run_mlir_tool, translate_pieces
 from .naming import c_name
@@ -574,8 +574,8 @@ def compile_to_object(source, output, options, pretranslated=None, report=None):
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
     result = compile_source(source, options, output, pretranslated, report)
     write_atomic(output, result.object_bytes)
-    if options.header:
-        write_atomic(options.header, result.header)
+    if options.header:  # unchanged text keeps its time: the C files including it are not recompiled
+        write_if_changed(options.header, result.header)
     if options.depfile:
         write_atomic(options.depfile, make_depfile(output, result.dependencies))
     _profile(source, result, wall, time.perf_counter() - started)

@@ -1,0 +1,12 @@
+# The version of scons-mlir-gpu this CMake package belongs to (find_package(MLIRGPU 0.x CONFIG)).
+file(READ "${CMAKE_CURRENT_LIST_DIR}/../version.py" _mlirgpu_version_py)
+string(REGEX MATCH "__version__ = \"([^\"]+)\"" _ "${_mlirgpu_version_py}")
+set(PACKAGE_VERSION "${CMAKE_MATCH_1}")
+if(PACKAGE_FIND_VERSION AND PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
