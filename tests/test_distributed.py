@@ -385,13 +385,13 @@ def _hostile_compile(tmp_path, url, *extra, **env):
 
 @pytest.mark.parametrize("mode", ["escape", "extra", "huge", "text-file", "not-a-dict", "float-exit", "no-files",
                                   "odd-trace", "odd-depfile"])
-def test_a_workers_answer_is_checked_before_anything_is_written(mode, tmp_path, hostile):
+def test_a_workers_answer_is_checked_before_anything_is_written(mode, tmp_path, hostile, served):
     """A worker that answers with a file outside the compile's planned outputs (`D/../../escaped`), an undeclared
     extra dump, more bytes than MLIRGPU_EXECUTOR_MAX_BYTES, or an answer of the wrong shape: one error line naming
     the worker, no traceback, and nothing of the answer written (the dump there before keeps its bytes)."""
     _, url, mode_file = hostile
     mode_file.write_text(mode)
-    run, _ = _hostile_compile(tmp_path, url, MLIRGPU_EXECUTOR_MAX_BYTES=str(2**20))
+    run, _ = _hostile_compile(tmp_path, url, MLIRGPU_EXECUTOR_MAX_BYTES=str(2**20), **served)
     assert run.returncode == 1, run.stderr
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("mlirgpu: ") and "Dask worker" in run.stderr, \
         run.stderr
@@ -414,13 +414,13 @@ def test_an_honest_answer_of_the_hostile_worker_is_written(tmp_path, hostile):
     assert _tree(tmp_path / "remote" / "work") == _tree(tmp_path / "local" / "work")
 
 
-def test_a_worker_killed_mid_job_costs_a_local_compile(tmp_path, hostile):
+def test_a_worker_killed_mid_job_costs_a_local_compile(tmp_path, hostile, served):
     """The only worker is SIGKILLed while it runs the job (and again when the nanny's new worker gets it): the
     client notices the loss, resubmits once, then compiles here with one warning line, in bounded time."""
     client, url, mode_file = hostile
     mode_file.write_text("die")
     try:
-        run, seconds = _hostile_compile(tmp_path / "remote", url)
+        run, seconds = _hostile_compile(tmp_path / "remote", url, **served)
     finally:
         mode_file.write_text("honest")
     assert run.returncode == 0, run.stderr
@@ -431,13 +431,13 @@ def test_a_worker_killed_mid_job_costs_a_local_compile(tmp_path, hostile):
     client.wait_for_workers(1, timeout=60)
 
 
-def test_a_worker_slower_than_the_wait_costs_a_local_compile(tmp_path, hostile):
+def test_a_worker_slower_than_the_wait_costs_a_local_compile(tmp_path, hostile, served):
     """A worker that does not answer within MLIRGPU_EXECUTOR_WAIT seconds: the compile runs here after one
     warning line naming the setting."""
     _, url, mode_file = hostile
     mode_file.write_text("slow")
     try:
-        run, seconds = _hostile_compile(tmp_path / "remote", url, MLIRGPU_EXECUTOR_WAIT="2")
+        run, seconds = _hostile_compile(tmp_path / "remote", url, MLIRGPU_EXECUTOR_WAIT="2", **served)
     finally:
         mode_file.write_text("honest")
     assert run.returncode == 0, run.stderr
