@@ -303,3 +303,19 @@ def test_a_workgroup_attribution_becomes_a_parameter_no_launch_passes_and_is_war
     assert (tmp_path / "first" / "kernels.spv").read_bytes() == _upstream_xevm_binary(source, flags)
     plain = compile_file(os.path.join(CORPUS, "pipelines", "xevm_add.mlir"), options)
     assert not [warning for warning in plain.warnings if "no launch passes" in str(warning)]
+
+
+PASTED = sorted(name for name in os.listdir(os.path.join(CORPUS, "pipelines")) if name.startswith("xevm_"))
+
+
+@pytest.mark.parametrize("name", PASTED)
+def test_the_xevm_pipeline_corpus_gives_valid_spirv(tmp_path, name):
+    """The XeGPU/XeVM files compiled with their RUN line's pipeline (compared with upstream byte for byte in
+    test_pasted_pipelines) give SPIR-V that spirv-val accepts, leftover layouts and declared kernels included."""
+    path = os.path.join(CORPUS, "pipelines", name)
+    with open(path, encoding="utf-8") as handle:
+        flags = re.match(r"// RUN: mlir-opt %s (.*?)\s*\\?\n", handle.read()).group(1)
+    result = compile_file(path, CompileOptions(lowering=flags, format="bin", dump_dir=str(tmp_path)))
+    assert result.jobs
+    for job in result.jobs:
+        _spirv_valid(tmp_path / f"{job.stem}.spv")
