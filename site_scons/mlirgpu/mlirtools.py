@@ -28,11 +28,14 @@ def run_mlir_tool(tool, args, source, what, text=None, fix=None):
     return result.stdout.decode("utf-8")
 
 
+_ERROR_LINE = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
+
+
 def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
     """The first `file:line:col: error: ...` of an MLIR tool's output as a CompileError on `source`; output
     without a diagnostic (a broken tool) is reported with the tool's name and exit code."""
     for line in stderr.splitlines():
-        match = re.match(r"^(.*?):(\d+):(\d+): error: (.*)$", line)
+        match = _ERROR_LINE.match(line)
         if match:
             return CompileError(match.group(4), file=source, line=int(match.group(2)), fix=fix, detail=stderr)
     first = next((line.strip() for line in stderr.splitlines() if line.strip()), "no message")
@@ -117,7 +120,7 @@ def _translate(pieces, source):
     return modules
 
 
-_SPLIT_DIAGNOSTIC = re.compile(r"^within split at .*?:(\d+) offset :(\d+):\d+: error: ", re.M)
+_SPLIT_DIAGNOSTIC = re.compile(r"within split at .*?:(\d+) offset :(\d+):\d+: error: ")
 _LINE_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):\d+\)\s*$')
 
 
@@ -127,7 +130,8 @@ def _at_source_line(exc, lines, source):
     closing its regions, with the op's location (`loc("file":line:col)`), so the line is the location of the op
     there: the first line from it on, not indented deeper, that ends in a location in `source`. A piece without
     locations (cut straight from the file) gives no line rather than a wrong one."""
-    found = _SPLIT_DIAGNOSTIC.search(exc.detail or "")
+    first = next((text for text in (exc.detail or "").splitlines() if _ERROR_LINE.match(text)), "")
+    found = _SPLIT_DIAGNOSTIC.match(first)  # the error reported (mlir_diagnostic's), if it is at a split's line
     if found is None or exc.file != source:
         return exc
     line = int(found.group(1)) + int(found.group(2)) - 1  # in the joined `lines`; a chunk starts at its marker
