@@ -113,7 +113,7 @@ class RemoteTier:
                 try:
                     import redis
                 except ImportError:
-                    raise ConnectionError("the redis client is not installed: pip install redis") from None
+                    raise ConnectionError("the redis client is not installed: pip install 'scons-mlir-gpu[redis]'") from None
                 _clients[key] = redis.Redis.from_url(self.url, password=self.password, socket_timeout=self.timeout,
                                                      socket_connect_timeout=self.timeout, retry_on_timeout=False,
                                                      **_client_version(redis))
