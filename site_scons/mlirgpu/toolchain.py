@@ -49,9 +49,10 @@ def search_also(*names):
     SEARCH_VARIABLES.extend(name for name in names if name not in SEARCH_VARIABLES)
 
 INSTALL = {
-    "mlir": f"apt install mlir-{LLVM_MAJOR}-tools (Debian 13; tools/bootstrap does it) or set MLIR_BIN to its folder",
-    "llvm": f"apt install llvm-{LLVM_MAJOR} (Debian 13) or set LLVM_BIN to its folder",
-    "lld": f"apt install lld-{LLVM_MAJOR} (Debian 13) or set LLVM_BIN to its folder",
+    "mlir": f"apt install mlir-{LLVM_MAJOR}-tools (Debian 12's security suite or Debian 13 have it) or set MLIR_BIN "
+            "to the folder holding mlir-opt",
+    "llvm": f"apt install llvm-{LLVM_MAJOR} (Debian 12's security suite or Debian 13) or set LLVM_BIN to its folder",
+    "lld": f"apt install lld-{LLVM_MAJOR} (Debian 12's security suite or Debian 13) or set LLVM_BIN to its folder",
 }
 _PACKAGE_OF = {"mlir-opt": "mlir", "mlir-translate": "mlir", "llvm-mc": "llvm", "ld.lld": "lld"}
 
