@@ -148,11 +148,27 @@ struct mlirgpu_binary {
   const unsigned char *data;
   uint64_t size;
 };
-/* Every binary of the program (GNU ld and lld define these bounds). */
+/* Every binary of this ELF module: the program, or the shared library this file is compiled into (GNU ld and
+ * lld define these bounds per linked file; each shared library has its own registry: enumerate a library's
+ * binaries with a function compiled into it). */
 extern const struct mlirgpu_binary __start_mlirgpu_registry[] __attribute__((weak));
 extern const struct mlirgpu_binary __stop_mlirgpu_registry[] __attribute__((weak));
+/* In any C dialect (C89 too), with `const struct mlirgpu_binary *b;` declared by the caller: */
+#define MLIRGPU_EACH_BINARY(b) for ((b) = __start_mlirgpu_registry; (b) < __stop_mlirgpu_registry; ++(b))
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+/* C99 and C++: the loop declares `b`. */
 #define MLIRGPU_FOREACH_BINARY(b) \\
   for (const struct mlirgpu_binary *b = __start_mlirgpu_registry; b < __stop_mlirgpu_registry; ++b)
+#else
+#define MLIRGPU_FOREACH_BINARY(b) MLIRGPU_EACH_BINARY(b) /* C89: declare `b` first */
+#endif
+/* In one C file of a shared library: `MLIRGPU_DEFINE_REGISTRY(mylib_binaries)` defines
+ * `const struct mlirgpu_binary *mylib_binaries(uint64_t *count)`, the library's binaries for its users. */
+#define MLIRGPU_DEFINE_REGISTRY(function) \\
+  const struct mlirgpu_binary *function(uint64_t *count) { \\
+    *count = (uint64_t)(__stop_mlirgpu_registry - __start_mlirgpu_registry); \\
+    return __start_mlirgpu_registry; \\
+  }
 #endif
 """
 
