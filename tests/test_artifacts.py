@@ -232,3 +232,30 @@ def test_html_report_renders_legibly_at_two_sizes(examples, tmp_path):
         blue = sum(count for count, p in image.getcolors(maxcolors=image.width * image.height)
                    if abs(p[0] - 0x1F) < 12 and abs(p[1] - 0x5F) < 12 and abs(p[2] - 0xBF) < 12)
         assert blue > least, f"{width}px: only {blue} chart-blue pixels"
+
+
+def test_artifacts_of_a_build_folder_find_prefixed_records_at_any_depth_and_count_in_words(tmp_path):
+    """`mlirgpu artifacts BUILD` finds the records of flat (--dump-prefix, as Meson and CMake write them) and
+    nested dump folders below a build folder; one binary is `1 binary`, and a tool is named once."""
+    import sys
+
+    from conftest import CORPUS, instantiate
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+    build = tmp_path / "build" / "gpu"
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "vecops.mlir", "gfx942", 3)
+    subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(build / "vecops.o"),
+                    "--dump-intermediates", str(build), "--dump-prefix", "vecops."], env=env, check=True)
+    empty = subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", str(tmp_path / "vecops.mlir"), "-o",
+                            str(tmp_path / "x")], env=env, capture_output=True, text=True)
+    assert empty.returncode != 0
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", str(tmp_path / "build"), "-o",
+                          str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "out" / "gpu-report.html").read_text()
+    assert "in 1 binary (" in page and "from 1 object." in page, page[:2000]
+    report = (tmp_path / "out" / "gpu-report.md").read_text()
+    assert "llvmlite llvmlite" not in report and "llvmlite llvmlite" not in page
+    missing = subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", str(tmp_path / "out"), "-o",
+                              str(tmp_path / "out2")], env=env, capture_output=True, text=True)
+    assert missing.returncode == 1 and "DUMP=1" in missing.stderr and "MLIRGPU_DUMP=ON" in missing.stderr

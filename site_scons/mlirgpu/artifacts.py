@@ -57,21 +57,35 @@ def _kernels(job, dump_dir, options, toolkit, prefix, record_path):
 
 
 def find_records(paths):
-    """The record files named by `paths`: a record itself, or every `*mlirgpu.json` in a dump folder (one per
-    compile; several with --dump-prefix)."""
+    """The record files named by `paths`: a record itself, or every record below a folder: `mlirgpu.json` in a
+    dump folder (SCons's `<object>.dumps/`), `<prefix>mlirgpu.json` in a flat one (--dump-prefix: Meson, CMake),
+    at any depth (a whole build folder)."""
     records = []
     for path in paths:
         if os.path.isdir(path):
-            found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith("mlirgpu.json"))
+            found = sorted(os.path.join(folder, name) for folder, _dirs, names in os.walk(path) for name in names
+                           if name == "mlirgpu.json" or name.endswith(".mlirgpu.json"))
             if not found:
-                raise CompileError("no mlirgpu.json record in this folder", file=path,
-                                   fix="name a dump folder of a compile with --dump-intermediates / DUMP=1")
+                raise CompileError("no compile record (mlirgpu.json or <prefix>mlirgpu.json) in this folder or "
+                                   "below it", file=path,
+                                   fix="build with the dumps on (--dump-intermediates DIR, SCons DUMP=1, CMake "
+                                       "-DMLIRGPU_DUMP=ON) and name that build or dump folder")
             records += found
         elif os.path.isfile(path):
             records.append(path)
         else:
             raise CompileError("no such record or dump folder", file=path, fix="name a dump folder or its record")
     return records
+
+
+def counted(number, singular, plural=None):
+    """`1 binary`, `2 binaries`: a count with its noun in the right number."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+
+
+def tool_version(name, version):
+    """`name version`, without repeating a name the version already starts with (`llvmlite 0.50.0`)."""
+    return version if str(version).split(" ", 1)[0] == name else f"{name} {version}"
 
 
 def _plain(name):
@@ -271,7 +285,7 @@ def md(text):
 
 def markdown_report(manifest, changes=None, broken=()):
     lines = ["# GPU kernels", "", f"Manifest schema {md(SCHEMA)} v{VERSION}. Toolchain: " +
-             "; ".join(f"{md(k)} {md(v)}" for k, v in sorted(manifest["toolchain"].items())), ""]
+             "; ".join(md(tool_version(k, v)) for k, v in sorted(manifest["toolchain"].items())), ""]
     if broken:
         lines += ["## Regressions (the build fails)", ""] + [f"- {md(item)}" for item in broken] + [""]
     if substituted_stages(manifest):
@@ -388,9 +402,9 @@ def html_report(manifest, changes=None, broken=(), trace="", diffs=None):
                  size_text(b["size"])) for obj in objects for b in obj["binaries"]]
     total = sum(b["size"] for obj in objects for b in obj["binaries"])
     body = ["<h1>GPU kernels</h1>",
-            f"<p class=lead>{len(rows)} kernels in {len(binaries)} binaries ({size_text(total)}) from "
-            f"{len(objects)} objects.</p>",
-            "<p class=tools>Toolchain: " + "; ".join(html.escape(f"{name} {version}")
+            f"<p class=lead>{counted(len(rows), 'kernel')} in {counted(len(binaries), 'binary', 'binaries')} "
+            f"({size_text(total)}) from {counted(len(objects), 'object')}.</p>",
+            "<p class=tools>Toolchain: " + "; ".join(html.escape(tool_version(name, version))
                                                   for name, version in sorted(manifest["toolchain"].items())) + "</p>"]
     if trace:
         body.append(f'<p>Build trace: <a href="{html.escape(trace)}">{html.escape(trace)}</a> (open it in '

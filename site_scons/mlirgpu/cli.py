@@ -125,7 +125,7 @@ def _list_outputs(args):
 def _artifacts(args):
     from . import artifacts
 
-    records = [os.path.join(p, "mlirgpu.json") if os.path.isdir(p) else p for p in args.dumps]
+    records = artifacts.find_records(args.dumps)  # a record, a dump folder or a whole build folder
     broken = artifacts.write_artifacts(records, args.output_dir, artifacts.toolchain_versions(args.toolkit),
                                        args.toolkit, args.baseline, args.fail_on)
     for item in broken:

@@ -554,8 +554,8 @@ class _ArtifactSet:
         except CompileError as exc:
             raise SCons.Errors.BuildError(node=target[0], errstr=str(exc), exitstatus=1) from None
         if broken:
-            raise SCons.Errors.BuildError(node=target[0], exitstatus=1, errstr="GPU regressions against the "
-                                          "baseline: " + "; ".join(broken))
+            what = "GPU regressions against the baseline" if baseline else "GPU_FAIL_ON rules broken"
+            raise SCons.Errors.BuildError(node=target[0], exitstatus=1, errstr=f"{what}: " + "; ".join(broken))
         return 0
 
     def _describe(self, target, source, env):
