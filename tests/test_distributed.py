@@ -213,6 +213,20 @@ def test_bad_executor_settings_are_clear_errors(tmp_path):
         assert "Traceback" not in run.stderr
 
 
+def test_bad_answer_limits_are_clear_errors(tmp_path):
+    """MLIRGPU_EXECUTOR_WAIT and MLIRGPU_EXECUTOR_MAX_BYTES that are not numbers of seconds or bytes: one error
+    line naming the variable, whether or not the scheduler answers, and nothing written."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    url = f"dask://127.0.0.1:{_free_port()}"
+    for name, value in (("MLIRGPU_EXECUTOR_WAIT", "inf"), ("MLIRGPU_EXECUTOR_WAIT", "0"),
+                        ("MLIRGPU_EXECUTOR_MAX_BYTES", "1e9"), ("MLIRGPU_EXECUTOR_MAX_BYTES", "-1")):
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "k.o")],
+                             capture_output=True, text=True, env=_env(MLIRGPU_EXECUTOR=url, **{name: value},
+                                                                      MLIRGPU_CACHE_DIR=str(tmp_path / "cache")))
+        assert run.returncode == 1 and not (tmp_path / "k.o").exists(), run.stderr
+        assert run.stderr.startswith(f"mlirgpu: error: {name}='{value}'") and run.stderr.count("\n") == 1, run.stderr
+
+
 def test_a_failed_remote_compile_reports_what_a_local_one_does(tmp_path, cluster):
     _, _, url = cluster
     (tmp_path / "sub").mkdir()

@@ -264,9 +264,9 @@ class Executor:
     def submit(self, job):
         """The worker's answer to `job` and that worker's address, or None when the compile must run here (a
         warning says why, once)."""
+        wait = wait_seconds()  # a bad setting is an error whether or not the cluster is asked
         if self._open():
             return None
-        wait = wait_seconds()
         try:
             client = self._connect()
             deadline = time.monotonic() + wait
