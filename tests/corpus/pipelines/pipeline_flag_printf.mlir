@@ -3,7 +3,7 @@
 // RUN: | FileCheck %s
 // The named pipeline given through --pass-pipeline, for Turing (sm_75, PTX 7.0) at O1, embedded as PTX:
 // gpu.printf from a 2-D launch, each thread printing its coordinates and a float.
-// CHECK-DAG: thread (1, 2) says 1.5
+// CHECK-DAG: thread (1, 1) says 1.5
 func.func @main() {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
