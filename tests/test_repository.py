@@ -223,3 +223,30 @@ def test_an_out_of_tree_build_shares_a_cachedir_with_a_build_in_place(tmp_path):
     assert compiled(run) == []
     for name in ("a.o", "a.h", "c.o", "d.o", "d.h", "d.dumps/saxpy_linked.fatbin", "host.out"):
         assert f"Retrieved `{name}' from cache" in run.stdout, run.stdout
+
+
+def test_a_generated_source_with_dumps_builds_and_declares_its_dumps_next_time(tmp_path):
+    """A .mlir made by another builder (a Command) does not exist while SCons reads the build files: the first
+    DUMP=1 build compiles it and writes its dumps with one note line, the next declares them (one rebuild), and
+    the one after is up to date."""
+    import subprocess
+
+    from conftest import CORPUS, instantiate
+    from sconsutil import SCONS, TOOLPATH
+
+    instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "template.txt", "gfx942", 3)
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+        "made = env.Command('k.mlir', 'template.txt', Copy('$TARGET', '$SOURCE'))\n"
+        "env.GpuObject('k', made)\n")
+    first = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert "declared as targets from the next build on" in first.stderr
+    assert (tmp_path / "k.dumps" / "saxpy_rocdl.isa").exists()
+    second = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert second.returncode == 0 and "please report" not in second.stderr, second.stderr
+    third = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert "up to date" in third.stdout, third.stdout + third.stderr
+    (tmp_path / "k.dumps" / "saxpy_rocdl.isa").unlink()
+    fourth = subprocess.run([SCONS, "-Q", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert fourth.returncode == 0 and (tmp_path / "k.dumps" / "saxpy_rocdl.isa").exists()
