@@ -49,3 +49,21 @@ def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
     names = planned_outputs(str(source), CompileOptions(format="isa"))
     assert names == [f"odd_name.{chip}.{s}" for chip in ("gfx90a", "sm_80")
                      for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["repro.sh", "mlirgpu.json"]
+
+
+def test_scans_stored_by_another_scanner_are_not_reused(tmp_path):
+    """The scan cache file names the scanner that wrote it (a hash of its code): entries of another version,
+    which may have read a file differently, are misses; this version's are hits."""
+    from mlirgpu import scan, store
+
+    source = tmp_path / "k.mlir"
+    source.write_text('gpu.module @k [#nvvm.target<chip = "sm_80">] {\n}\n')
+    digest = scan.read_text(str(source))[1]
+    wrong = scan._scan_to_json(scan.scan_text('gpu.module @other [#nvvm.target<chip = "sm_90">] {\n}\n'))
+    cache = tmp_path / "scans.json"
+    for identity, reused in (("another scanner", False), (scan._scanner_identity(), True)):
+        store.write_json(str(cache), {"scanner": identity, digest: wrong})
+        stored = scan._ScanCache()
+        stored.path = str(cache)
+        found = stored.get(digest)
+        assert (found is not None and found.modules[0].name == "other") == reused

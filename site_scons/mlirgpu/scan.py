@@ -14,13 +14,14 @@ differential test checks this against mlir-opt on the corpus and on generated va
 size of the file.
 """
 import atexit
+import functools
 import hashlib
 import os
 import re
 from dataclasses import dataclass
 
 from . import source as sources
-from . import store
+from . import mlirtext, store
 from .errors import CompileError
 from .fsutil import read_source
 from .mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
@@ -210,6 +211,7 @@ class _ScanCache:
     cache file or entry is a miss."""
 
     KEEP_UNUSED = 2000  # entries not used in this run that are kept (another build may still want them)
+    SCANNER = "scanner"  # the entry naming the scanner that made the others (keys are content hashes)
     UNREADABLE = "unreadable"
 
     def __init__(self):
@@ -221,7 +223,8 @@ class _ScanCache:
 
     def _load(self):
         stored = store.read_json(self.path) if self.path else None
-        self.stored = stored if isinstance(stored, dict) else {}
+        fresh = isinstance(stored, dict) and stored.get(self.SCANNER) == _scanner_identity()
+        self.stored = stored if fresh else {self.SCANNER: _scanner_identity()}  # another scanner's: forgotten
         atexit.register(self.save)
 
     def get(self, key):
@@ -253,8 +256,9 @@ class _ScanCache:
     def save(self):
         if not self.dirty or not self.path:
             return
-        unused = [key for key in self.stored if key not in self.used][-self.KEEP_UNUSED:]
-        entries = {key: self.stored[key] for key in unused + sorted(self.used) if key in self.stored}
+        unused = [key for key in self.stored if key not in self.used and key != self.SCANNER][-self.KEEP_UNUSED:]
+        entries = {self.SCANNER: _scanner_identity()}
+        entries.update((key, self.stored[key]) for key in unused + sorted(self.used) if key in self.stored)
         store.write_json(self.path, entries)
         self.dirty = False
 
@@ -299,6 +303,17 @@ def read_text(path):
     except CompileError as exc:
         raise Unreadable(str(exc)) from None
     return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _scanner_identity():
+    """A hash of the scanner's own code (this module and the MLIR text reader): scans stored by another version
+    of either, which may have read a file differently, are never reused."""
+    digest = hashlib.sha256()
+    for module in (__file__, mlirtext.__file__):
+        with open(module, "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
 
 
 _digests = {}
