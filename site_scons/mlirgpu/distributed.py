@@ -86,7 +86,7 @@ def toolchain_files(toolkit=""):
     from .targets import TARGETS
 
     options = CompileOptions(toolkit=toolkit)
-    files = [toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate")]
+    files = toolchain.found(*(lambda name=name: toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate")))
     for target in TARGETS.values():
         with contextlib.suppress(CompileError):
             files += target.tools(options) + target.device_libraries(options)
