@@ -11,6 +11,7 @@ from forkserver.c with the system's C compiler the first time, into the server's
 not a dynamically linked ELF program (a wrapper script), a missing compiler or a fork server that does not
 answer leave the caller starting the tool itself (or, in the compile server, prestarting mlir-translate)."""
 import _socket
+import contextlib
 import errno
 import hashlib
 import os
@@ -19,6 +20,9 @@ import shutil
 import signal
 import struct
 import subprocess
+import tempfile
+
+from . import rendezvous
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.c")
 TOOLS = ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld")  # the dynamically linked tools a compile runs
@@ -34,26 +38,36 @@ ANSWER_SECONDS = 5  # a fork takes a millisecond: a fork server this slow is stu
 
 
 def library(directory):
-    """The preload library built from forkserver.c in `directory` (once per version of the source) with `$CC`
-    or cc, or None with the reason (no C compiler, or it failed)."""
+    """The preload library built from forkserver.c in `directory` (the compile server's folder, checked private;
+    once per version of the source) with `$CC` or cc, or None with the reason (no C compiler, or it failed).
+    A library found there is loaded only if it is this user's own plain file that no one else may write (one
+    planted while the folder was open to others is another user's: it is removed and built anew)."""
     with open(SOURCE, "rb") as file:
         digest = hashlib.sha256(file.read()).hexdigest()[:16]
     path = os.path.join(directory, f"forkserver-{digest}.so")
-    if os.path.exists(path):
-        return path, None
-    compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or "cc"]
-    partial = f"{path}.{os.getpid()}.partial"
     try:
-        built = subprocess.run([*compiler, "-shared", "-fPIC", "-O2", "-o", partial, SOURCE, "-ldl"],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
-        if built.returncode != 0:
-            return None, f"{compiler[0]} failed on forkserver.c: {built.stderr.decode(errors='replace').strip()[:500]}"
-        os.replace(partial, path)  # whole or absent: another server may be building it at the same moment
+        os.close(rendezvous.own_file(path, os.O_RDONLY))
+        return path, None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # not ours: never loaded
+    compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or "cc"]
+    try:
+        # Built in a folder of its own made now (mkdtemp: private, a fresh name), so nothing planted is written
+        # through; then whole or absent under its name (another server may be building it at the same moment).
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".forkserver-") as scratch:
+            partial = os.path.join(scratch, "forkserver.so")
+            built = subprocess.run([*compiler, "-shared", "-fPIC", "-O2", "-o", partial, SOURCE, "-ldl"],
+                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+            if built.returncode != 0:
+                return None, (f"{compiler[0]} failed on forkserver.c: "
+                              f"{built.stderr.decode(errors='replace').strip()[:500]}")
+            os.chmod(partial, 0o700)
+            os.replace(partial, path)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"cannot build the fork server: {exc}"
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
     return path, None
 
 
@@ -83,6 +97,13 @@ class ForkServer:
 
     def __init__(self, program, preload):
         self.program = program  # its real path
+        # Checked again before each load (OSError if no longer so): a folder of this user's closed to others,
+        # holding the library as this user's own plain file.
+        try:
+            rendezvous.check_folder(os.path.dirname(preload))
+        except rendezvous.Unavailable as exc:
+            raise PermissionError(errno.EPERM, str(exc)) from None
+        os.close(rendezvous.own_file(preload, os.O_RDONLY))
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         ours.setblocking(True)
         ours.settimeout(READY_SECONDS)

@@ -16,6 +16,7 @@ a current one.
 """
 import _json  # json's C half: the `json` package costs a client 6 ms of imports (re) for two short messages
 import _socket
+import errno
 import os
 import stat
 import struct
@@ -27,6 +28,8 @@ from .version import __version__
 
 PACKAGE = os.path.dirname(os.path.realpath(__file__))  # one name, whichever link SCons loaded it through
 DEFAULT_IDLE = 600
+DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 86400.0
 MAX_REQUEST = 1 << 20  # the largest request a server takes (bytes of JSON)
 
 
@@ -59,10 +62,44 @@ def folder():
         pass
     except OSError as exc:
         raise Unavailable(f"cannot make {path}: {exc.strerror}") from None
-    info = os.lstat(path)
+    check_folder(path)
+    return path
+
+
+def check_folder(path):
+    """Unavailable unless `path` itself (not a link to one) is a directory of this user closed to others: what
+    the server checks again before it trusts anything there."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise Unavailable(f"cannot use {path}: {exc.strerror}") from None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise Unavailable(f"{path} is not a folder of this user closed to others (mode 700)")
-    return path
+
+
+def own_file(path, flags):
+    """A descriptor of the file `path` in the (checked) server folder, opened with `flags` (O_CREAT makes it,
+    mode 600) without following a link, and only if it is a plain file of this user's, with no other name, that
+    no one else may write. Anything else there (a link, another user's file, planted while the folder was open)
+    is removed and the file made anew: nothing the server did not make is written or loaded."""
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # O_NONBLOCK: a planted FIFO does not block the open
+    for _attempt in range(3):
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENXIO) or not flags & os.O_CREAT:
+                raise
+        else:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1 \
+                    and not info.st_mode & 0o022:
+                os.set_blocking(fd, True)
+                return fd
+            os.close(fd)
+            if not flags & os.O_CREAT:
+                raise PermissionError(errno.EPERM, "not a file of this user's alone", path)
+        os.unlink(path)  # a planted entry: this user's folder, so it may go
+    raise PermissionError(errno.EPERM, "cannot make a file of this user's alone", path)
 
 
 def installation():
@@ -130,9 +167,15 @@ def write_card(directory):
         lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
     lines.append(f"L {library[1]} {library[2]} {library[0]}" if library else "L none")
     path = card_path(directory)
-    with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as card:  # whole or absent for a reader
+    partial = f"{path}.{os.getpid()}"
+    try:
+        os.unlink(partial)  # anything of that name is not ours: written anew, never through a planted link
+    except FileNotFoundError:
+        pass
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with open(fd, "w", encoding="utf-8") as card:  # whole or absent for a reader
         card.write("\n".join(lines) + "\n")
-    os.replace(f"{path}.{os.getpid()}", path)
+    os.replace(partial, path)
     return made
 
 
@@ -141,23 +184,58 @@ def card_path(directory):
 
 
 def timeout():
-    """Seconds a client waits for a server to start or to take a request (`$MLIRGPU_SERVER_TIMEOUT`)."""
+    """Seconds a client waits for a server to start or to take a request (`$MLIRGPU_SERVER_TIMEOUT`, at least
+    0.1 and at most a day: `inf` waits a day); a value that is no number of seconds (nan, negative, a word) is
+    said once and the default taken."""
+    text = os.environ.get("MLIRGPU_SERVER_TIMEOUT", "").strip()
     try:
-        return max(0.1, float(os.environ.get("MLIRGPU_SERVER_TIMEOUT", "10")))
+        seconds = float(text or DEFAULT_TIMEOUT)
     except ValueError:
-        return 10.0
+        seconds = -1.0
+    if seconds >= 0:  # false for nan
+        return min(max(0.1, seconds), MAX_TIMEOUT)
+    if text not in _said:
+        _said.add(text)
+        sys.stderr.write(f"mlirgpu: warning: MLIRGPU_SERVER_TIMEOUT={text!r} is not a number of seconds; "
+                         f"waiting {DEFAULT_TIMEOUT} s (fix: set it to a number such as 10)\n")
+    return DEFAULT_TIMEOUT
+
+
+_said = set()  # the bad timeouts already said
 
 
 def connect(path):
-    """A connection to the server listening on `path`, or None."""
+    """A connection to the server listening on `path`, or None. None too where another user's process listens
+    there (a socket planted while the folder was open to others): it is sent nothing, no stream above all."""
     connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     try:
         connection.settimeout(timeout())
-        connection.connect(path)
-        return connection
+        reach(connection.connect, path)
+        if peer(connection)[1] == os.getuid():
+            return connection
     except OSError:
-        connection.close()
-        return None
+        pass
+    connection.close()
+    return None
+
+
+def peer(connection):
+    """(pid, uid) of the process at the other end of a Unix socket (SO_PEERCRED; pid 0: a process in a pid
+    namespace this one cannot see)."""
+    pid, uid, _gid = struct.unpack("3i", connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12))
+    return pid, uid
+
+
+def reach(operation, path):
+    """`operation` (a socket's connect or bind) on the socket file `path`; one longer than a socket address
+    holds (108 bytes) is reached through this process's descriptor of its folder (/proc/self/fd), at once."""
+    if len(os.fsencode(path)) < 100:
+        return operation(path)
+    fd = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return operation(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
+    finally:
+        os.close(fd)
 
 
 def receive(connection):
@@ -220,17 +298,20 @@ def start_server(directory):
     root = os.path.dirname(PACKAGE)
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(
         [root] + [os.path.abspath(p) for p in sys.path if p and os.path.exists(p)])))
-    log = os.path.join(directory, "server.log")
-    with open(log, "a"):
-        pass
-    subprocess.Popen([sys.executable, "-S", "-m", "mlirgpu.service", directory], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                     env=environment, cwd="/")
+    try:
+        os.close(own_file(os.path.join(directory, "server.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT))
+    except OSError:
+        return None  # no log of its own (a planted folder of that name): no server
+    server = subprocess.Popen([sys.executable, "-S", "-m", "mlirgpu.service", directory], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                              env=environment, cwd="/")
     deadline = time.monotonic() + timeout()
     while time.monotonic() < deadline:
         connection = connect(path)
         if connection is not None:
             return connection
+        if server.poll() is not None:  # it ended: another server got there first (and answers now), or it failed
+            return connect(path)
         time.sleep(0.01)
     return None
 
