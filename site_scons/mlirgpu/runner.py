@@ -1,9 +1,9 @@
 """The compile server's command runners: processes forked from the booted server (mlirgpu.service) that run
 `mlirgpu compile` and `mlirgpu list-outputs` commands one after another, each in its client's folder,
-environment, umask and streams. Between commands a runner keeps what a fork per command rebuilt every time: its
-LLVM worker (forked once, from the runner's clean state), the libraries and facts both have loaded, and both
-processes' page tables (measured on the benchmark corpus: a fork per command cost a fifth more CPU than the
-commands themselves).
+environment, umask, resource limits and streams (its LLVM worker takes the umask and limits with each call).
+Between commands a runner keeps what a fork per command rebuilt every time: its LLVM worker (forked once, from
+the runner's clean state), the libraries and facts both have loaded, and both processes' page tables
+(measured on the benchmark corpus: a fork per command cost a fifth more CPU than the commands themselves).
 
 A command must find a runner as a fresh fork would have left it, so a runner serves only commands that end
 cleanly: one that fails, writes to its stderr (a warning or an error), leaves a thread running (a Dask client),
@@ -16,13 +16,16 @@ with the client's stdin, stdout, stderr and connection (SCM_RIGHTS). Once the co
 its copies of the client's streams closed (a build tool waits for them), the runner answers the client itself
 (`exit` and the code: a compile outlives a server killed meanwhile), after telling the server whether it
 retires.
-A runner ends when the server closes the channel, or after its command if the server is gone.
+A runner ends when the server closes the channel, or after its command if the server is gone; while a command
+runs, its client going away with no server left to stop the command ends the runner at once (`_on_io`).
 """
 import socket as _socket
 import contextlib
+import fcntl
 import io
 import json
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -46,6 +49,7 @@ def serve(channel, offer):
     with workers.lease():  # the LLVM worker, forked now from this clean state, not in a client's command
         pass
     workers.end_command()  # a scratch folder is made per command, in the command's temporary folder
+    signal.signal(signal.SIGIO, _on_io)
     for served in range(1, RUNNER_COMMANDS + 1):
         try:
             data, ancillary, _flags, _address = channel.recvmsg(rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(4 * 4),
@@ -55,7 +59,11 @@ def serve(channel, offer):
         fds = passed_fds(ancillary)
         if not data or len(fds) != 4:  # the server closed the channel: it is ending, or has runners enough
             break
-        code, clean = run_command(fds[:3], json.loads(data))
+        _watch([fds[3], channel.fileno()])
+        try:
+            code, clean = run_command(fds[:3], json.loads(data))
+        finally:
+            _unwatch()
         retire = not clean or served == RUNNER_COMMANDS or threading.active_count() > 1
         try:  # the server first: it then knows the command's end is no client going away
             channel.send(json.dumps({"retire": retire}).encode())
@@ -67,6 +75,40 @@ def serve(channel, offer):
             break
     workers.shutdown(wait=False)  # its worker's log and scratch folder go with it
     os._exit(0)
+
+
+_watched = []  # while a command runs: its client's connection and the server's channel
+
+
+def _watch(fds):
+    """While the command runs, its client's connection and the server's channel signal this process (SIGIO,
+    O_ASYNC) when either has something to read, which means it closed: neither sends anything meanwhile."""
+    for fd in fds:
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    _watched[:] = fds
+    _on_io()  # either may have closed before the watch began
+
+
+def _unwatch():
+    for fd in _watched:
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_ASYNC)
+    _watched.clear()
+
+
+def _on_io(*_signal):
+    """The watchdog: a client gone (killed, interrupted) while no server is left to stop its command (stopped
+    or killed meanwhile; a live one kills this runner itself) ends this runner at once, and its LLVM worker with
+    it, so that no copy of the client's streams stays open here (Ninja, or `2>&1 | cat`, reads them to the end)
+    and nothing is written for a client that is gone."""
+    if _watched and all(_closed(fd) for fd in _watched):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _closed(fd):
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class _WatchedStderr(io.TextIOWrapper):
@@ -94,20 +136,14 @@ def run_command(fds, request):
                                          errors="backslashreplace", line_buffering=True, write_through=True)
     code = 1
     try:
-        os.umask(request["umask"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        toolchain.forget()
-        tempfile.tempdir = None  # found again from the client's TMPDIR
-        workers.new_command()
-        try:
-            os.chdir(request["cwd"])
-        except OSError as exc:
-            print(f"mlirgpu: error: cannot enter {request['cwd']}: {exc.strerror}", file=sys.stderr)
-        else:
-            from .cli import main
-
-            code = main(list(request["argv"]))
+        # The client's umask and resource limits, in this process and (through each call) in its LLVM worker.
+        with process.taken(request["umask"], request["limits"]):
+            try:
+                code = _command(request)
+            finally:
+                with contextlib.suppress(Exception):  # what the command wrote, within the client's limits
+                    sys.stdout.flush()
+                    sys.stderr.flush()
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
@@ -116,7 +152,6 @@ def run_command(fds, request):
         traceback.print_exc()
         code = 1
     with contextlib.suppress(Exception):
-        sys.stdout.flush()
         sys.stderr.flush()
     workers.end_command()
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -125,3 +160,20 @@ def run_command(fds, request):
     os.close(devnull)
     os.chdir("/")
     return code, code == 0 and not stderr.written
+
+
+def _command(request):
+    """The command's exit code, in its client's environment and folder."""
+    os.environ.clear()
+    os.environ.update(request["env"])
+    toolchain.forget()
+    tempfile.tempdir = None  # found again from the client's TMPDIR
+    workers.new_command()
+    try:
+        os.chdir(request["cwd"])
+    except OSError as exc:
+        print(f"mlirgpu: error: cannot enter {request['cwd']}: {exc.strerror}", file=sys.stderr)
+        return 1
+    from .cli import main
+
+    return main(list(request["argv"]))

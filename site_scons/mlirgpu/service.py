@@ -5,13 +5,15 @@ runs a server, which clients start on first use).
 A request is one message on the server's Unix socket (SOCK_SEQPACKET, in a folder only its user may enter; the
 peer's uid is checked again with SO_PEERCRED, and a request is at most 1 MiB of JSON):
 
-    run       argv, folder, environment and umask of a `mlirgpu compile|list-outputs`, with the client's
-              stdin, stdout and stderr (SCM_RIGHTS). An idle runner (mlirgpu.runner: a warm process forked
-              from the server, with its LLVM worker, that runs commands one after another) runs `mlirgpu.cli`
-              in the client's folder and environment, writing to the client's own streams; the server keeps
-              one runner idle for the next command. The server answers `started`, the runner `exit` with the
-              command's exit code (so a compile outlives a server killed meanwhile); the server kills the
-              runner if the client goes away first, and answers for it if it died.
+    run       argv, folder, environment, umask and resource limits of a `mlirgpu compile|list-outputs`, with
+              the client's stdin, stdout and stderr (SCM_RIGHTS); a server whose hard limits are below the
+              client's soft ones (it was started under a lower `ulimit`) answers `replaced` and exits. An
+              idle runner (mlirgpu.runner: a warm process forked from the server, with its LLVM worker, that
+              runs commands one after another) runs `mlirgpu.cli` in the client's folder, environment, umask
+              and limits, writing to the client's own streams; the server keeps one runner idle for the next
+              command. The server answers `started`, the runner `exit` with the command's exit code (so a
+              compile outlives a server killed meanwhile); the server kills the runner if the client goes
+              away first (the runner kills itself if no server is left to), and answers for it if it died.
     zygote    a build tool's (SCons's) request for workers: a child of the server serves the connection as
               mlirgpu.workers' zygote, forking warm workers for the build until it closes the connection.
     tool      a command's request for a run of MLIR's or LLVM's tools (mlir-translate, mlir-opt, llvm-mc,
@@ -36,6 +38,7 @@ import fcntl
 import importlib
 import json
 import os
+import resource
 import select
 import signal
 import struct
@@ -58,30 +61,9 @@ def _reply(connection, value):
 
 def peer_uid(connection):
     """The uid of the process at the other end of a Unix socket (SO_PEERCRED)."""
-    return rendezvous.peer(connection)[1]
-
-
-def view(pid="self"):
-    """What process `pid` sees of the files (its mount namespace and root, through /proc), or None if that
-    cannot be told: a request runs here only for a client that sees what the server sees."""
-    try:
-        return tuple((info.st_dev, info.st_ino) for info in (os.stat(f"/proc/{pid}/ns/mnt"),
-                                                              os.stat(f"/proc/{pid}/root")))
-    except OSError:
-        return None
-
-
-def parse(data):
-    """The request in `data` (JSON of an object), or ValueError. Its size is bounded by the socket's message
-    (rendezvous.MAX_REQUEST), its nesting by json's parser, which stops at the interpreter's recursion limit
-    (RecursionError, never a crash): a request nested deeper than any real one is answered with an error."""
-    try:
-        request = json.loads(data)
-    except RecursionError:
-        raise ValueError("nested too deep") from None
-    if not isinstance(request, dict):
-        raise ValueError("not an object")
-    return request
+    _pid, uid, _gid = struct.unpack("3i", connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,
+                                                                struct.calcsize("3i")))
+    return uid
 
 
 class Server:
@@ -101,22 +83,20 @@ class Server:
         self.spares = []  # prestarted tools handed to commands, reaped once they end
         self.listener = None
         self.inode = None
-        self.view = view()  # the files this server sees: a request is served only for a client that sees them
 
     # Start-up: one server per socket, whoever starts it (concurrent first use).
 
     def listen(self):
         """Bind the socket unless a live server holds it (then return False). Under the folder's lock, so of
         clients starting servers at once, one server binds and the others exit."""
-        lock_fd = rendezvous.own_file(os.path.join(self.directory, "server.lock"), os.O_RDWR | os.O_CREAT)
-        with open(lock_fd, "rb") as lock:
+        with open(os.path.join(self.directory, "server.lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if _answers(self.path):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
             listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-            rendezvous.reach(listener.bind, self.path)
+            listener.bind(self.path)
             os.chmod(self.path, 0o600)
             listener.listen(64)
             self.inode = os.stat(self.path).st_ino
@@ -255,6 +235,8 @@ class Server:
         for server in self.forkservers.values():
             server.close()  # it ends when its runs in flight have
         for item in list(self.runners):  # a runner's command in flight goes on, and answers its client
+            if item.run is not None:
+                item.run.forget()  # this server's copies of the client's connection and stderr: the runner's now
             self._end_runner(item, kill=False)
         if self._still_ours():
             with contextlib.suppress(OSError):
@@ -272,10 +254,9 @@ class Server:
             self.children.discard(pid)
 
     def _handle(self, connection):
-        pid, uid = rendezvous.peer(connection)
-        if uid != os.getuid():
+        if peer_uid(connection) != os.getuid():
             self.served["refused"] += 1
-            print(f"mlirgpu server: refused a connection of uid {uid}", file=sys.stderr, flush=True)
+            print(f"mlirgpu server: refused a connection of uid {peer_uid(connection)}", file=sys.stderr, flush=True)
             return None
         connection.settimeout(10)
         try:
@@ -290,7 +271,7 @@ class Server:
                 _reply(connection, {"kind": "error", "message": "request too large"})
                 return None
             try:
-                request = parse(data)
+                request = json.loads(data)
                 kind = request["kind"]
             except (ValueError, KeyError, TypeError):
                 _reply(connection, {"kind": "error", "message": "not a request"})
@@ -304,13 +285,6 @@ class Server:
             if kind == "stop":
                 _reply(connection, {"kind": "stopped", "pid": os.getpid()})
                 return "stop"
-            if kind in ("run", "zygote", "tool") and (self.view is None or view(pid) != self.view):
-                # Another mount namespace or root: the files the client names are not the ones here.
-                self.served["refused"] += 1
-                _reply(connection, {"kind": "none" if kind == "tool" else "elsewhere", "message":
-                                    "this process sees other files than the compile server (another mount "
-                                    "namespace or root)"})
-                return None
             if kind == "tool":
                 self._hand_over(connection, request)
                 return None
@@ -323,9 +297,16 @@ class Server:
             if kind == "run" and len(fds) != 3:
                 _reply(connection, {"kind": "error", "message": "a run request carries stdin, stdout, stderr"})
                 return None
-            if kind == "run" and not _well_formed(request):
-                _reply(connection, {"kind": "error", "message": "not a request"})
-                return None
+            if kind == "run" and not process.well_formed_limits(request.get("limits")):
+                _reply(connection, {"kind": "error", "message": "a run request carries the client's limits"})
+                return None  # a native launcher built before limits were sent: it becomes the Python client
+            if kind == "run" and process.exceeding(request["limits"]):
+                # Limits above this server's hard ones (it was started under a lower `ulimit`): it ends, and the
+                # client starts a server of its own limits (mlirgpu.client, as for another version).
+                print(f"mlirgpu server: a client's limits exceed this server's hard limits "
+                      f"({', '.join(process.exceeding(request['limits']))}); ending", file=sys.stderr, flush=True)
+                _reply(connection, {"kind": "replaced"})
+                return "stop"
             self.served[kind] += 1
             if kind == "run":
                 return self._start_run(connection, data, fds, request)
@@ -530,14 +511,6 @@ class _Run:
         self.connection.close()
 
 
-def _well_formed(request):
-    """Whether a run request has what a runner reads, of the types it reads."""
-    argv, folder, environment, umask = (request.get(key) for key in ("argv", "cwd", "env", "umask"))
-    return (isinstance(argv, list) and all(isinstance(word, str) for word in argv) and isinstance(folder, str)
-            and isinstance(environment, dict) and all(isinstance(value, str) for value in environment.values())
-            and type(umask) is int and 0 <= umask <= 0o777)
-
-
 def _died(stderr, status):
     """The exit code of a command whose runner ended without answering; a runner killed by a signal is a bug of
     ours, said on the client's stderr as the command would have said it."""
@@ -554,9 +527,7 @@ def _answers(path):
     try:
         probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         probe.settimeout(5)
-        rendezvous.reach(probe.connect, path)
-        if rendezvous.peer(probe)[1] != os.getuid():
-            return False  # another user's socket, planted there: replaced
+        probe.connect(path)
         probe.send(b'{"kind": "status"}')
         return bool(probe.recv(1 << 16))
     except OSError:
@@ -575,13 +546,38 @@ def _zygote(connection, entry_points, log_path, offer):
     serve_zygote(connection, entry_points)
 
 
+def fresh_limits():
+    """Take the soft limits of a fresh login instead of those of the client that started this server (a `ulimit
+    -S -f` there would make every later command's larger writes fail): each command runs with its own client's
+    (mlirgpu.process.taken); a hard limit a client lowered cannot be raised, and a client wanting more starts a
+    server of its own (Server._handle)."""
+    for name in ("FSIZE", "CPU", "AS", "DATA", "NOFILE"):
+        kind = getattr(resource, f"RLIMIT_{name}")
+        soft, hard = resource.getrlimit(kind)
+        wanted = hard
+        if name == "NOFILE":  # enough for a build's hundreds of jobs; not the millions some hard limits allow,
+            enough = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)  # which tools that close
+            wanted = soft if soft == resource.RLIM_INFINITY or soft >= enough else enough  # every fd count through
+        resource.setrlimit(kind, (wanted, hard))
+
+
+def _detach(log):
+    """/dev/null as stdin, and the log as stdout and stderr: no stream of whoever started the server (a build
+    tool's pipe: `python -m mlirgpu.service FOLDER 2>&1 | cat`) stays open in it, nor in what it starts."""
+    opened = {0: os.open(os.devnull, os.O_RDONLY), 1: os.open(log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)}
+    for fd, source in opened.items():
+        os.dup2(source, fd)
+        os.close(source)
+    os.dup2(1, 2)
+
+
 def main(directory):
     with contextlib.suppress(OSError):
         os.setsid()  # no terminal's signals: the server outlives the command that started it
-    # The folder checked again, and the log made or checked as this user's own plain file, before the server
-    # writes anything there (LLVM's messages, the workers, mlirgpu.workers, append to it by name).
-    rendezvous.check_folder(directory)
-    os.close(rendezvous.own_file(os.path.join(directory, "server.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT))
+    fresh_limits()
+    with open(os.path.join(directory, "server.log"), "a"):
+        pass
+    _detach(os.path.join(directory, "server.log"))
     server = Server(directory)
     if not server.listen():
         return 0

@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 
+from . import fsutil, process
 from .errors import CompileError, InternalError
 from .process import passed_fds
 from .toolchain import LLVM_MAJOR
@@ -99,7 +100,7 @@ class LLVMWorker:
         AskCaller(), when the worker asks for it."""
         try:
             _send(self.process.stdin, (function, args, os.getcwd(), dict(os.environ if environ is None else environ),
-                                       self.scratch))
+                                       self.scratch, fsutil.umask(), process.limits()))
             while True:
                 reply = _receive(self.process.stdout)
                 if reply is not None and reply[0] == "hello":  # a forked worker's pid, written by the zygote
@@ -481,7 +482,7 @@ def use_server(enabled):
     serve this process's own runs of them (a build's batches of translations, lowerings) too."""
     global _server
     _server = enabled
-    from . import process, rendezvous, toolchain
+    from . import rendezvous, toolchain
 
     if enabled and rendezvous.wanted():
         for tool in ("mlir-translate", "mlir-opt"):
@@ -492,7 +493,7 @@ def use_server(enabled):
 def _run_from_server(argv):
     """A started run of `argv` from the running compile server, or None (the server's folder is looked up only
     when a translation runs)."""
-    from . import process, rendezvous
+    from . import rendezvous
 
     try:
         path = rendezvous.socket_path(rendezvous.folder())
@@ -638,7 +639,7 @@ def _serve(protocol_in, protocol_out, entry_points):
         request = _receive(protocol_in)
         if request is None:
             os._exit(0)  # the caller is done: nothing is pending, and skipping interpreter teardown ends us sooner
-        function, args, cwd, environment, scratch = request
+        function, args, cwd, environment, scratch, umask, limits = request
         tempfile.tempdir = scratch  # this compile's temporary files, which the caller removes in any case
         if environment != os.environ:
             os.environ.clear()
@@ -649,7 +650,8 @@ def _serve(protocol_in, protocol_out, entry_points):
         try:
             os.chdir(cwd)
             args = [ask if isinstance(arg, AskCaller) else arg for arg in args]
-            reply = ("ok", entry_points[function](*args, report=report))
+            with process.taken(umask, limits):  # the caller's: a worker outlives its callers (a server's clients)
+                reply = ("ok", entry_points[function](*args, report=report))
         except CompileError as exc:
             reply = ("compile-error", exc)
         except Exception as exc:  # noqa: BLE001 - a bug of ours: reported as one line, traceback kept
@@ -734,7 +736,7 @@ def _fork_tools_here():
     a compile in process) fork from fork servers of the worker's own (mlirgpu.forkserver), each started at its
     tool's first run and ending with the worker: a compile that assembles and links its binary runs llvm-mc and
     ld.lld, and a new process of either spends most of its CPU loading libLLVM."""
-    from . import forkserver, process, toolchain
+    from . import forkserver, toolchain
 
     for tool in forkserver.TOOLS:
         try:
@@ -756,7 +758,7 @@ class _OwnForkServer:
 
     def run(self, argv):
         """A started run of `argv` (mlirgpu.process), or None: the caller starts the tool itself."""
-        from . import forkserver, process, rendezvous
+        from . import forkserver, rendezvous
 
         if self.failed:
             return None
