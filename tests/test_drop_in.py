@@ -109,7 +109,7 @@ def test_unknown_variable_is_named(tmp_path):
 def test_help_lists_every_variable(tmp_path):
     path = project(tmp_path / "p")
     text = subprocess.run([SCONS, "-h", "GPU_TARGET=rocdl"], cwd=path, capture_output=True, text=True).stdout
-    from mlirgpu.options import OPTIONS
+    from mlirgpu.compile_options import OPTIONS
 
     for option in OPTIONS:
         if option.variable:

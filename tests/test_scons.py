@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from sconsutil import SCONS, compiled, files, make_project, same_tree, scons, write_library
+from sconsutil import SCONS, TOOLPATH, compiled, files, make_project, same_tree, scons, write_library
 
 DUMP_SUFFIXES = ("initial.ll", "linked.ll", "opt.ll", "isa")
 
@@ -280,3 +280,63 @@ def test_a_value_of_the_wrong_kind_in_a_build_file_is_one_line(tmp_path, setting
         return
     errors = [line for line in run.stderr.splitlines() if line.startswith("scons: ***")]
     assert run.returncode != 0 and len(errors) == 1 and expected in errors[0], run.stderr
+
+
+ROUGH_MAIN = '#include <stdio.h>\n#include "k.h"\nint main(void) { return saxpy_rocdl_binary_size < 64; }\n'
+
+
+def test_the_generated_header_is_found_under_variant_dir_without_cpppath_and_with_jobs(tmp_path):
+    """VariantDir(duplicate=0) reads main.c from the source folder and writes k.h into the build folder: the tool
+    puts the header's folder on the declaring environment's include path, so the C compile finds it and, with
+    -j2 from clean, starts only after it exists."""
+    from conftest import CORPUS, instantiate
+
+    src = tmp_path / "src"
+    src.mkdir()
+    instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), src / "k.mlir", "gfx942", 3)
+    (src / "main.c").write_text(ROUGH_MAIN)
+    (src / "SConscript").write_text("Import('env')\nenv.Program('app', ['main.c', env.GpuObject('k', 'k.mlir')])\n")
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+        "SConscript('src/SConscript', variant_dir='build', duplicate=0, exports='env')\n")
+    for _ in range(2):
+        run = subprocess.run([SCONS, "-Q", "-j2"], cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert subprocess.run([str(tmp_path / "build" / "app")]).returncode == 0
+        subprocess.run([SCONS, "-Q", "-c"], cwd=tmp_path, capture_output=True, check=True)
+
+
+def test_a_project_with_its_own_variables_adds_ours_and_stays_quiet(tmp_path):
+    """A project that checks UnknownVariables() (as apache/serf does) adds the GPU_* variables to its own with
+    mlirgpu.add_variables: no warning for GPU_TARGET or DUMP, and `scons -h` lists them."""
+    from conftest import CORPUS, instantiate
+
+    instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    site = os.path.dirname(TOOLPATH)
+    (tmp_path / "SConstruct").write_text(
+        f"import sys\nsys.path.insert(0, {site!r})\nimport mlirgpu\n"
+        "opts = Variables()\nopts.Add('PREFIX', 'install folder', '/usr/local')\nmlirgpu.add_variables(opts)\n"
+        "env = Environment(variables=opts, tools=['default', 'mlirgpu'], toolpath=[mlirgpu.TOOLPATH])\n"
+        "unknown = opts.UnknownVariables()\nif unknown:\n    print('Warning: Used unknown variables:', "
+        "', '.join(unknown.keys()))\nHelp(opts.GenerateHelpText(env))\nenv.GpuObject('k', 'k.mlir')\n")
+    run = subprocess.run([SCONS, "-Q", "GPU_TARGET=rocdl", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and "unknown variables" not in run.stdout, run.stdout + run.stderr
+    assert (tmp_path / "k.dumps" / "saxpy_rocdl.isa").exists()
+    helped = subprocess.run([SCONS, "-h"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "GPU_TARGET" in helped and "PREFIX" in helped
+
+
+def test_gpu_dumps_of_a_program_built_from_mlir_sources(tmp_path):
+    """`env.Program('app', ['main.c', 'k.mlir'])` makes the object itself: env.GpuDumps(program) still names its
+    dumps, so an alias can build or collect them."""
+    from conftest import CORPUS, instantiate
+
+    instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    (tmp_path / "main.c").write_text(ROUGH_MAIN)
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+        "app = env.Program('app', ['main.c', 'k.mlir'])\n"
+        "dumps = env.GpuDumps(app)\nprint('dumps:', sorted(str(d) for d in dumps))\nenv.Alias('dumps', dumps)\n")
+    run = subprocess.run([SCONS, "-Q", "DUMP=1", "dumps"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "k.dumps/saxpy_rocdl.isa" in run.stdout and (tmp_path / "k.dumps" / "saxpy_rocdl.isa").exists()

@@ -20,7 +20,7 @@ from .version import __version__  # noqa: F401 - mlirgpu.__version__
 TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _LAZY = {"CompileError": "errors", "CompileOptions": "options", "STAGES": "stages", "compile_file": "api",
-         "compile_to_object": "api"}
+         "compile_to_object": "api", "add_variables": "scons_tool"}
 
 
 def __getattr__(name):
@@ -43,4 +43,5 @@ def exists(env):
     return tool_exists(env)
 
 
-__all__ = ["STAGES", "TOOLPATH", "CompileError", "CompileOptions", "compile_file", "compile_to_object"]
+__all__ = ["STAGES", "TOOLPATH", "CompileError", "CompileOptions", "add_variables", "compile_file",
+           "compile_to_object"]

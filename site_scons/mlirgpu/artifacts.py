@@ -588,7 +588,7 @@ def _archive_members(manifest, out_dir, names):
 
 def toolchain_versions(toolkit=""):
     """Identities of the tools that shape the outputs (versions and hashes, no paths)."""
-    from .options import CompileOptions
+    from .compile_options import CompileOptions
     from .planning import tool_identities
 
     return tool_identities(CompileOptions(toolkit=toolkit))

@@ -6,7 +6,7 @@
     mlirgpu cache stats|clear                         the stage cache: its size and counts, or empty it
     mlirgpu server start|stop|status                  the compile server (see mlirgpu.service)
 
-The options come from one table (mlirgpu.options) shared with the SCons tool and the Python API. Every failure
+The options come from one table (mlirgpu.compile_options) shared with the SCons tool and the Python API. Every failure
 is one line on stderr, `mlirgpu: FILE[:LINE]: error: WHAT (fix: HOW)`, and exit code 1 (2 for a command line
 that cannot be read); a bug of ours is one line naming where it happened, its traceback shown with -v or
 MLIRGPU_DEBUG=1.
@@ -20,7 +20,7 @@ import time
 from . import workers
 from .errors import CompileError, InternalError
 from .fsutil import remove_quietly
-from .options import OPTIONS, CompileOptions
+from .compile_options import OPTIONS, CompileOptions
 from .version import __version__
 
 

@@ -82,7 +82,7 @@ def _package_digest():
 def toolchain_files(toolkit=""):
     """The files that shape a compile's bytes besides its inputs: the MLIR tools, every target's tools and
     device libraries (`toolkit`: a compile's --toolkit)."""
-    from .options import CompileOptions
+    from .compile_options import CompileOptions
     from .targets import TARGETS
 
     options = CompileOptions(toolkit=toolkit)
@@ -118,7 +118,7 @@ def own_toolkit(kind):
     """This machine's toolkit of the target named `kind` ('' for none: each target finds its own)."""
     if not kind:
         return ""
-    from .options import CompileOptions
+    from .compile_options import CompileOptions
     from .targets import TARGETS
 
     return TARGETS[kind].toolkit(CompileOptions()) or ""
@@ -362,7 +362,7 @@ def compile_remote(url, source, output, options):
     must run on this machine. A failed compile raises its CompileError, as a local one would."""
     import dataclasses
 
-    from .options import to_argv
+    from .compile_options import to_argv
     from .planning import RECORD_DUMP
     from .scan import planned_outputs
 

@@ -13,7 +13,7 @@ import time
 
 from .errors import CompileError
 from .fsutil import remove_quietly, remove_stale_temps, write_atomic
-from .options import hint
+from .compile_options import hint
 from . import stages
 from .planning import RECORD_DUMP
 

@@ -11,7 +11,7 @@ A fix that names an option is written with options.hint(NAME[, VALUE]) and shown
 import re
 
 _STYLE = ["cli"]
-_OPTION_NAMES = {}  # option name -> (CLI flag, SCons variable), given by mlirgpu.options (which imports this module)
+_OPTION_NAMES = {}  # option name -> (CLI flag, SCons variable), given by mlirgpu.compile_options (which imports this module)
 MAX_MESSAGE = 600  # characters of a message on its one line; the whole text stays in `detail`
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from . import process, toolchain
 from .errors import CompileError
-from .options import hint
+from .compile_options import hint
 from .targets import TARGETS
 
 SERIALIZE = "gpu-module-to-binary"

@@ -31,7 +31,7 @@ from .fsutil import remove_stale_temps, write_atomic, write_if_changed
 from .mlirtext import SYMBOL, hex_escaped
 from .mlirtools import run_mlir_tool, translate_pieces
 from .naming import c_name
-from .options import hint
+from .compile_options import hint
 from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, container_dump, fat_container, plan,
                        planned_dumps)
 from .scan import direct_source, pieces_key

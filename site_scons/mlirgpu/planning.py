@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from . import lowering, process, stages
 from .errors import CompileError
 from .naming import file_stem, job_names
-from .options import hint, validate
+from .compile_options import hint, validate
 
 RECORD_DUMP = "mlirgpu.json"
 HOST_DUMP = "host.ll"

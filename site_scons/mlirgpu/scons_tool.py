@@ -4,7 +4,7 @@
     obj = env.GpuObject("kernels", "kernels.mlir")         # or a .mlir among the sources of Program,
     env.SharedLibrary("gpu", ["kernels.mlir", "glue.c"])    # StaticLibrary, SharedLibrary, LoadableModule
 
-Variables: every GPU_* construction variable is described once (mlirgpu.options, plus the build-only ones
+Variables: every GPU_* construction variable is described once (mlirgpu.compile_options, plus the build-only ones
 below) and listed by `scons -h`. A value given on the command line (`scons GPU_FORMAT=bin`) wins over every
 value the build files set (Environment keywords, Replace, builder overrides, SetDefault); those win over the
 tool's defaults, which are never written into the environment (so `env.SetDefault(...)` after loading the tool
@@ -48,12 +48,12 @@ from .api import compile_to_object
 from .cmdline import option_words
 from .errors import CompileError
 from .fsutil import remove_quietly
-from .options import OPTIONS, CompileOptions, to_argv
+from .compile_options import OPTIONS, CompileOptions, to_argv
 from .planning import RECORD_DUMP, check_options, tool_identities
 from .scan import planned_outputs, predicted_libraries, use_cache_file, uses_build_target
 from .targets import TARGETS
 
-# The build-only variables, beside the compile options' (mlirgpu.options.OPTIONS): name, help, default.
+# The build-only variables, beside the compile options' (mlirgpu.compile_options.OPTIONS): name, help, default.
 BUILD_VARIABLES = (
     ("GPU_DUMP", "keep every stage's output as a target (command line: DUMP=1)", False),
     ("GPU_WARNINGS", "compiler warnings: show, none, or error", "show"),
@@ -325,6 +325,8 @@ def _emitter(target, source, env, shared=False):
     if _text(env, "GPU_TRACE"):
         _top_file(env, _text(env, "GPU_TRACE"))  # a folder there stops the build now, not when it ends
     extra = [header] if header else []
+    if header:
+        _include_for_users(env, header)
     _forget_stale_dumps(env, obj, dump_dir)
     try:
         options = _options(env, target, source)
@@ -772,13 +774,38 @@ def _gpu_object(env, target=None, source=None, **overrides):
     return [node for node in nodes if node.get_executor().get_all_targets()[0] is node]
 
 
-def _gpu_dumps(env, objects):
-    """The dump files declared for `objects` (built by GpuObject or by Object/Program from .mlir sources)."""
-    dumps = []
-    for node in SCons.Util.flatten([objects]):
-        if node.has_builder():
+def _include_for_users(env, header):
+    """The generated header's folder on the include path of the environment that declared the object (added,
+    never replacing the user's), so `#include "k.h"` in a C file built beside it is found and the C scanner
+    orders the compile after the header also under VariantDir(duplicate=0) and `-Y`, where the C file is read
+    from the source tree and the header is written in the build folder."""
+    subject = env.__dict__.get("__subject", env)  # an OverrideEnvironment (GpuObject(..., GPU_X=...)): its base
+    subject.AppendUnique(CPPPATH=[header.dir])
+
+
+def _gpu_dumps(env, nodes):
+    """The dump files declared for the GPU objects among `nodes`, or among what they are built from: a Program
+    or library made from .mlir sources has no object handle of its own (`env.GpuDumps(program)`)."""
+    dumps, seen, pending = [], set(), list(SCons.Util.flatten([nodes]))
+    while pending:
+        node = pending.pop(0)
+        if id(node) in seen or not node.has_builder():
+            continue
+        seen.add(id(node))
+        if hasattr(node.attributes, "mlirgpu_paths"):  # one of ours (set by the emitter)
             dumps += [t for t in node.get_executor().get_all_targets()[1:] if not str(t).endswith(".h")]
+        else:
+            pending += list(node.sources)
     return dumps
+
+
+def add_variables(variables):
+    """Add every GPU_* variable (and DUMP) to a project's own `Variables`, so its `UnknownVariables()` check
+    stays quiet about them and `scons -h` lists them with the project's (`mlirgpu.add_variables(opts)`)."""
+    for variable in make_variables(args={}).options:
+        variables.Add([variable.key] + list(variable.aliases), variable.help, variable.default, variable.validator,
+                      variable.converter)
+    return variables
 
 
 _HELP_ADDED = []

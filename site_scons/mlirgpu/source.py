@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from .errors import CompileError, CompileWarning
 from .fsutil import read_source
 from . import lowering
-from .options import hint
+from .compile_options import hint
 from .mlirops import function_attribute_names, gpu_module_header, op_spans
 from .mlirtext import SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, target_list
 from .mlirtools import run_mlir_tool
@@ -370,7 +370,9 @@ def load(path, options):
     text = normalise(path)
     modules = split(text, path)
     used = ""  # the lowering this compile runs (what a fix for its host code extends)
-    if lowering_needed(text, modules):
+    if options.lowering and not options.target and modules and all(m.targets for m in modules):
+        options = replace(options, target=modules[0].targets[0].target.name)  # a pipeline that attaches none
+    if lowering_needed(text, modules) or (options.lowering and modules):  # a user's pipeline runs on them all
         if not options.target:
             untargeted = [m for m in modules if not m.targets]
             what = f"gpu.module @{untargeted[0].name} has no target" if untargeted else "gpu.launch needs outlining"
@@ -393,8 +395,10 @@ def load(path, options):
         used = lowering.canonical(options.lowering) if options.lowering else \
             target.lowering_pipeline(chips, options.features, opt_level)[len("builtin.module(") : -1]
         original = {m.name: m for m in modules if m.targets}
-        # Modules that had no target are the build target's jobs, whatever attribute it attaches.
-        modules = [original.get(m.name) or replace(m, targets=tuple(replace(attr, target=target) for attr in m.targets))
+        # Modules that had no target are the build target's jobs, whatever attribute it attaches; those that had
+        # one keep it as written (the built-in attach would append one), or as a user's pipeline lowered them.
+        modules = [(m if options.lowering else original[m.name]) if m.name in original else
+                   replace(m, targets=tuple(replace(attr, target=target) for attr in m.targets))
                    for m in split(lowered, path)]
         if not options.lowering:
             check_lowered([m for m in modules if m.name not in original], target, path)

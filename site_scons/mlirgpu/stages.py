@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from . import toolchain
 from .errors import CompileError
-from .options import hint
+from .compile_options import hint
 from .version import __version__
 
 

@@ -10,7 +10,7 @@ import re
 import sys
 
 from ..errors import ToolMissing
-from ..options import hint
+from ..compile_options import hint
 from ..toolchain import executable, finder, search_also, search_environment, tool_output, which
 
 INSTALL = ("pip install nvidia-cuda-nvcc nvidia-nvvm, or install a CUDA toolkit and set CUDA_PATH (or "

@@ -8,7 +8,7 @@ from . import cuda
 from ..cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
 from ..naming import file_stem
-from ..options import hint
+from ..compile_options import hint
 from .base import COMMON_PARAMETERS, Library, Target, VendorSection, existing, run_tool
 
 

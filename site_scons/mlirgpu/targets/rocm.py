@@ -8,7 +8,7 @@ import glob
 import os
 
 from ..errors import ToolMissing
-from ..options import hint
+from ..compile_options import hint
 from ..toolchain import executable, finder, llvm_tool, search_also, search_environment
 
 INSTALL = f"apt install rocm-device-libs, or set ROCM_PATH (or {hint('toolkit')}) to a ROCm root"

@@ -19,7 +19,7 @@ from ..errors import CompileError
 from ..mlirops import first_function_with
 from ..mlirtext import Unreadable
 from ..mlirtools import run_mlir_tool
-from ..options import hint
+from ..compile_options import hint
 from .base import COMMON_PARAMETERS, Target
 
 SUB_GROUP_SIZE = 16  # what 22.1.8's serializer requires of the first kernel
