@@ -154,7 +154,7 @@ def _spirv_valid(path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def _matches_upstream(source, dumps, stems, tmp_path):
+def _matches_upstream(source, dumps, stems):
     """Our isa and bin objects of every module equal upstream's (each module serialized first, see oracle), and
     the binaries pass spirv-val."""
     for fmt, suffix, tail in (("isa", "isa", b"\0"), ("bin", "spv", b"")):
@@ -174,7 +174,7 @@ def test_layouts_upstreams_lowering_leaves_on_llvm_ops_change_nothing(tmp_path):
                "add_layouts": " {layout_result_0 = #xegpu.layout<inst_data = [8, 16]>}"}
     source = _write(tmp_path, LEFTOVER_LAYOUTS.format(**layouts))
     result = compile_file(source, CompileOptions(format="bin", dump_dir=str(tmp_path / "d")))
-    _matches_upstream(source, tmp_path / "d", [job.stem for job in result.jobs], tmp_path)
+    _matches_upstream(source, tmp_path / "d", [job.stem for job in result.jobs])
     plain = _write(tmp_path, LEFTOVER_LAYOUTS.format(exp_layouts="", add_layouts=""), "plain.mlir")
     compile_file(plain, CompileOptions(format="bin", dump_dir=str(tmp_path / "p")))
     assert (tmp_path / "p" / "tile.spv").read_bytes() == (tmp_path / "d" / "tile.spv").read_bytes()
@@ -221,7 +221,7 @@ def test_kernels_declared_without_a_body_compile_as_upstream(tmp_path):
     assert stems == ["only_declared", "declared_first"]
     assert re.search(r"^declare !intel_reqd_sub_group_size ![0-9]+ spir_kernel void @later\(",
                      (tmp_path / "d" / "declared_first.initial.ll").read_text(), re.M)
-    _matches_upstream(source, tmp_path / "d", stems, tmp_path)
+    _matches_upstream(source, tmp_path / "d", stems)
 
 
 def test_an_error_inside_a_split_module_names_the_files_line(tmp_path):
