@@ -47,10 +47,13 @@ def run_remote(argv):
             if reply.get("kind") == "replaced":  # a server of another version, now gone: start ours
                 time.sleep(0.05)
                 continue
+            if reply.get("kind") == "elsewhere":  # it would not see the files this process sees
+                _warn(f"the compile server is not used: {reply.get('message')}; compiling in this process")
+                return None
             if reply.get("kind") != "started":
                 why = f"it answered {reply.get('message') or reply.get('kind')!r}"
                 break
-            return _wait_for_exit(connection, reply["pid"])
+            return _wait_for_exit(connection, reply["pid"] if _sees_server(connection) else None)
         except KeyboardInterrupt:
             return 130  # the connection closes: the server stops the command
         except (OSError, ValueError, ConnectionError, KeyError, TypeError) as exc:
@@ -62,14 +65,23 @@ def run_remote(argv):
     return None
 
 
+def _sees_server(connection):
+    """Whether this process sees the server's processes by their pids: not from inside a pid namespace of its
+    own (`unshare -p`), where the kernel gives the server's pid as 0."""
+    return rendezvous.peer(connection)[0] != 0
+
+
 def _wait_for_exit(connection, runner):
     """The command's exit code. The command may run long (its tools have their own time limits); the end of
-    its runner (mlirgpu.runner) without an answer is the server's failure."""
+    its runner (mlirgpu.runner) without an answer is the server's failure. `runner`: its pid, None where this
+    process cannot see it (its end then closes the connection: the server, or the runner itself, answers)."""
     connection.settimeout(1.0)
     while True:
         try:
             reply = rendezvous.receive(connection)
         except TimeoutError:
+            if runner is None:
+                continue
             try:
                 os.kill(runner, 0)
             except ProcessLookupError:
@@ -78,9 +90,18 @@ def _wait_for_exit(connection, runner):
         if reply.get("kind") == "exit":
             return int(reply["code"])
         if reply.get("kind") == "started":  # handed to another runner (the first one had just ended)
-            runner = reply["pid"]
+            runner = reply["pid"] if runner is not None else None
             continue
         raise ValueError(f"unexpected answer {reply.get('kind')!r}")
+
+
+def _folder_exists():
+    """Whether the folder this process runs in still exists (a command's relative paths are resolved in it)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _open_standard_streams():
@@ -101,6 +122,10 @@ def _warn(text):
 def main(argv=None):
     command = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in SERVED and not _folder_exists():
+        sys.stderr.write("mlirgpu: error: the current folder was deleted (fix: run the command from a folder "
+                         "that exists)\n")
+        return 1
     if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
         code = run_remote(argv)
         if code is not None:

@@ -378,11 +378,10 @@ int main(int argc, char **argv) {
 
     const char *limit_text = getenv("MLIRGPU_SERVER_TIMEOUT");
     char *parsed_end = NULL;
-    double limit = limit_text ? strtod(limit_text, &parsed_end) : 10.0;
-    if (!limit_text || parsed_end == limit_text || limit != limit)
-        limit = 10.0;
-    if (limit < 0.1)
-        limit = 0.1;
+    double limit = limit_text && *limit_text ? strtod(limit_text, &parsed_end) : 10.0;
+    if (parsed_end && (parsed_end == limit_text || *parsed_end || !(limit >= 0)))
+        become_python(); /* no number of seconds (nan, negative, a word): the Python client says so */
+    limit = limit < 0.1 ? 0.1 : limit > 86400 ? 86400 : limit; /* as mlirgpu.rendezvous.timeout: inf waits a day */
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (snprintf(address.sun_path, sizeof address.sun_path, "%s/%s.sock", folder, MLIRGPU_SOCKET) >=
         (int)sizeof address.sun_path)
@@ -391,8 +390,12 @@ int main(int argc, char **argv) {
     if (connection < 0)
         become_python();
     time_limit(connection, limit);
-    if (connect(connection, (struct sockaddr *)&address, sizeof address) != 0)
-        become_python();
+    struct ucred server;
+    socklen_t server_size = sizeof server;
+    if (connect(connection, (struct sockaddr *)&address, sizeof address) != 0 ||
+        getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &server, &server_size) != 0 || server.uid != getuid())
+        become_python(); /* another user's socket (planted while the folder was open) is sent nothing */
+
 
     int streams[3] = {0, 1, 2};
     char control[CMSG_SPACE(sizeof streams)];
@@ -418,12 +421,15 @@ int main(int argc, char **argv) {
         strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &runner))
         become_python();
     time_limit(connection, 1.0); /* then, each second without an answer, whether the runner still lives */
+    if (server.pid == 0)
+        runner = 0; /* in a pid namespace of its own, this process cannot see the runner: its end closes the
+                       connection (the server, or the runner itself, answers) */
     for (;;) {
         ssize_t got = receive(connection, reply, sizeof reply);
         if (got == 0)
             become_python(); /* the server went away before the command ended */
         if (got < 0) {
-            if (kill((pid_t)runner, 0) != 0 && errno == ESRCH)
+            if (runner && kill((pid_t)runner, 0) != 0 && errno == ESRCH)
                 become_python();
             continue;
         }
@@ -432,7 +438,9 @@ int main(int argc, char **argv) {
             become_python();
         if (strcmp(kind, "exit") == 0 && reply_number(reply, "code", &code))
             _exit((int)code);
-        if (strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &runner))
+        long next;
+        if (strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &next))
             become_python(); /* "started" again: handed to another runner (the first one had just ended) */
+        runner = runner ? next : 0;
     }
 }

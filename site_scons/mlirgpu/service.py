@@ -61,9 +61,30 @@ def _reply(connection, value):
 
 def peer_uid(connection):
     """The uid of the process at the other end of a Unix socket (SO_PEERCRED)."""
-    _pid, uid, _gid = struct.unpack("3i", connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,
-                                                                struct.calcsize("3i")))
-    return uid
+    return rendezvous.peer(connection)[1]
+
+
+def view(pid="self"):
+    """What process `pid` sees of the files (its mount namespace and root, through /proc), or None if that
+    cannot be told: a request runs here only for a client that sees what the server sees."""
+    try:
+        return tuple((info.st_dev, info.st_ino) for info in (os.stat(f"/proc/{pid}/ns/mnt"),
+                                                              os.stat(f"/proc/{pid}/root")))
+    except OSError:
+        return None
+
+
+def parse(data):
+    """The request in `data` (JSON of an object), or ValueError. Its size is bounded by the socket's message
+    (rendezvous.MAX_REQUEST), its nesting by json's parser, which stops at the interpreter's recursion limit
+    (RecursionError, never a crash): a request nested deeper than any real one is answered with an error."""
+    try:
+        request = json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    if not isinstance(request, dict):
+        raise ValueError("not an object")
+    return request
 
 
 class Server:
@@ -83,20 +104,22 @@ class Server:
         self.spares = []  # prestarted tools handed to commands, reaped once they end
         self.listener = None
         self.inode = None
+        self.view = view()  # the files this server sees: a request is served only for a client that sees them
 
     # Start-up: one server per socket, whoever starts it (concurrent first use).
 
     def listen(self):
         """Bind the socket unless a live server holds it (then return False). Under the folder's lock, so of
         clients starting servers at once, one server binds and the others exit."""
-        with open(os.path.join(self.directory, "server.lock"), "a") as lock:
+        lock_fd = rendezvous.own_file(os.path.join(self.directory, "server.lock"), os.O_RDWR | os.O_CREAT)
+        with open(lock_fd, "rb") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if _answers(self.path):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
             listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-            listener.bind(self.path)
+            rendezvous.reach(listener.bind, self.path)
             os.chmod(self.path, 0o600)
             listener.listen(64)
             self.inode = os.stat(self.path).st_ino
@@ -254,9 +277,10 @@ class Server:
             self.children.discard(pid)
 
     def _handle(self, connection):
-        if peer_uid(connection) != os.getuid():
+        pid, uid = rendezvous.peer(connection)
+        if uid != os.getuid():
             self.served["refused"] += 1
-            print(f"mlirgpu server: refused a connection of uid {peer_uid(connection)}", file=sys.stderr, flush=True)
+            print(f"mlirgpu server: refused a connection of uid {uid}", file=sys.stderr, flush=True)
             return None
         connection.settimeout(10)
         try:
@@ -271,7 +295,7 @@ class Server:
                 _reply(connection, {"kind": "error", "message": "request too large"})
                 return None
             try:
-                request = json.loads(data)
+                request = parse(data)
                 kind = request["kind"]
             except (ValueError, KeyError, TypeError):
                 _reply(connection, {"kind": "error", "message": "not a request"})
@@ -285,6 +309,13 @@ class Server:
             if kind == "stop":
                 _reply(connection, {"kind": "stopped", "pid": os.getpid()})
                 return "stop"
+            if kind in ("run", "zygote", "tool") and (self.view is None or view(pid) != self.view):
+                # Another mount namespace or root: the files the client names are not the ones here.
+                self.served["refused"] += 1
+                _reply(connection, {"kind": "none" if kind == "tool" else "elsewhere", "message":
+                                    "this process sees other files than the compile server (another mount "
+                                    "namespace or root)"})
+                return None
             if kind == "tool":
                 self._hand_over(connection, request)
                 return None
@@ -296,6 +327,9 @@ class Server:
                 return "stop"
             if kind == "run" and len(fds) != 3:
                 _reply(connection, {"kind": "error", "message": "a run request carries stdin, stdout, stderr"})
+                return None
+            if kind == "run" and not _well_formed(request):
+                _reply(connection, {"kind": "error", "message": "not a request"})
                 return None
             if kind == "run" and not process.well_formed_limits(request.get("limits")):
                 _reply(connection, {"kind": "error", "message": "a run request carries the client's limits"})
@@ -511,6 +545,14 @@ class _Run:
         self.connection.close()
 
 
+def _well_formed(request):
+    """Whether a run request has what a runner reads, of the types it reads."""
+    argv, folder, environment, umask = (request.get(key) for key in ("argv", "cwd", "env", "umask"))
+    return (isinstance(argv, list) and all(isinstance(word, str) for word in argv) and isinstance(folder, str)
+            and isinstance(environment, dict) and all(isinstance(value, str) for value in environment.values())
+            and type(umask) is int and 0 <= umask <= 0o777)
+
+
 def _died(stderr, status):
     """The exit code of a command whose runner ended without answering; a runner killed by a signal is a bug of
     ours, said on the client's stderr as the command would have said it."""
@@ -527,7 +569,9 @@ def _answers(path):
     try:
         probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         probe.settimeout(5)
-        probe.connect(path)
+        rendezvous.reach(probe.connect, path)
+        if rendezvous.peer(probe)[1] != os.getuid():
+            return False  # another user's socket, planted there: replaced
         probe.send(b'{"kind": "status"}')
         return bool(probe.recv(1 << 16))
     except OSError:
@@ -575,8 +619,10 @@ def main(directory):
     with contextlib.suppress(OSError):
         os.setsid()  # no terminal's signals: the server outlives the command that started it
     fresh_limits()
-    with open(os.path.join(directory, "server.log"), "a"):
-        pass
+    # The folder checked again, and the log made or checked as this user's own plain file, before the server
+    # writes anything there (LLVM's messages, the workers, mlirgpu.workers, append to it by name).
+    rendezvous.check_folder(directory)
+    os.close(rendezvous.own_file(os.path.join(directory, "server.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT))
     _detach(os.path.join(directory, "server.log"))
     server = Server(directory)
     if not server.listen():
