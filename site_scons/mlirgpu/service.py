@@ -314,7 +314,8 @@ class Server:
                 self.served["refused"] += 1
                 _reply(connection, {"kind": "none" if kind == "tool" else "elsewhere", "message":
                                     "this process sees other files than the compile server (another mount "
-                                    "namespace or root)"})
+                                    "namespace or root)" if self.view else "the compile server cannot tell "
+                                    "which files a client sees (no /proc)"})
                 return None
             if kind == "tool":
                 self._hand_over(connection, request)
