@@ -779,7 +779,7 @@ def _include_for_users(env, header):
     never replacing the user's), so `#include "k.h"` in a C file built beside it is found and the C scanner
     orders the compile after the header also under VariantDir(duplicate=0) and `-Y`, where the C file is read
     from the source tree and the header is written in the build folder."""
-    subject = env.__dict__.get("__subject", env)  # an OverrideEnvironment (GpuObject(..., GPU_X=...)): its base
+    subject = env.__dict__.get("__subject", env)  # an OverrideEnvironment (GpuObject(..., GPU_CHIP=...)): its base
     subject.AppendUnique(CPPPATH=[header.dir])
 
 
