@@ -26,7 +26,8 @@ _OBJECT = re.compile(r'#gpu\.object<(#\w+\.target(?:<[^>]*>)?)(?:, properties = 
 
 def run_line(path):
     """The mlir-opt flags of the file's first RUN command (the lowering, as upstream's test gives it): its
-    `\\`-continued RUN lines joined, up to the first `|` outside quotes."""
+    `\\`-continued RUN lines joined, up to the first `|` outside quotes that pipes into another tool than
+    mlir-opt (a chain `mlir-opt %s | mlir-opt -a` is given whole, as a user pastes it)."""
     command = None
     with open(path, encoding="utf-8") as handle:
         for line in handle:
@@ -44,18 +45,32 @@ def run_line(path):
     quote = None
     for index, char in enumerate(command):
         quote = (None if char == quote else quote) if quote else (char if char in "\"'" else None)
-        if char == "|" and not quote:
+        if char == "|" and not quote and not command[index + 1 :].lstrip().startswith("mlir-opt "):
             command = command[:index]
             break
-    return command.strip()[len("mlir-opt %s"):].strip()
+    flags = command.strip()[len("mlir-opt %s"):].strip()
+    return command.strip() if flags.startswith("|") else flags
+
+
+def mlir_opt_runs(flags):
+    """The flags of each mlir-opt of a RUN line's chain (`-a | mlir-opt -b`: [[-a], [-b]])."""
+    runs = [[]]
+    for word in shlex.split(flags):
+        if word == "|":
+            runs.append([])
+        elif word not in ("mlir-opt", "%s"):
+            runs[-1].append(word)
+    return runs
 
 
 def upstream(path, flags, workdir):
     """(objects per module in order, host LLVM IR) of upstream's RUN line: mlir-opt with the flags, then
     mlir-translate (what mlir-runner would JIT)."""
-    lowered = subprocess.run([toolchain.llvm_tool("mlir-opt"), path, *shlex.split(flags)], capture_output=True,
-                             text=True)
-    assert lowered.returncode == 0, lowered.stderr
+    lowered = None
+    for run in mlir_opt_runs(flags):
+        lowered = subprocess.run([toolchain.llvm_tool("mlir-opt"), "-" if lowered else path, *run], capture_output=True,
+                                 text=True, input=lowered.stdout if lowered else None)
+        assert lowered.returncode == 0, lowered.stderr
     objects = {}
     for match in re.finditer(r"gpu\.binary @([\w$.]+)\s*(?:<[^\[]*>)?\s*\[(.*?)\]\s*$", lowered.stdout, re.M):
         objects[match.group(1)] = [decode(body) for _target, _kind, body in _OBJECT.findall(match.group(2))]
@@ -67,10 +82,10 @@ def upstream(path, flags, workdir):
 
 def as_pass_pipeline(flags):
     """A RUN line's flags in pass-pipeline syntax: `-name="options"` as `name{options}`, nested in
-    `gpu.module(...)` where mlir-opt nests the flag (a pass anchored on gpu.module, as it dumps it alone);
-    `--pass-pipeline='builtin.module(X)'` as X."""
+    `gpu.module(...)`, `func.func(...)` where mlir-opt nests the flag (a pass anchored on that op, as it dumps it);
+    `--pass-pipeline='builtin.module(X)'` as X; a chain of mlir-opt runs as one list."""
     passes = []
-    for word in shlex.split(flags):
+    for word in (word for run in mlir_opt_runs(flags) for word in run):
         name, _, value = word.lstrip("-").partition("=")
         if name == "pass-pipeline":
             passes.append(value[len("builtin.module("):-1])
@@ -78,10 +93,12 @@ def as_pass_pipeline(flags):
         element = f"{name}{{{value}}}" if value else name
         dumped = subprocess.run([toolchain.llvm_tool("mlir-opt"), "-", "--dump-pass-pipeline", word, "-o", os.devnull],
                                 input="module {}", capture_output=True, text=True).stderr
-        if " ".join(dumped.split()).startswith("Pass Manager with 1 passes: builtin.module( gpu.module("):
-            if passes and passes[-1].startswith("gpu.module("):
-                element, passes = f"{passes[-1][len('gpu.module('):-1]}, {element}", passes[:-1]
-            element = f"gpu.module({element})"
+        nested = re.match(r"Pass Manager with 1 passes: builtin\.module\( (\w+\.[\w.]+)\(", " ".join(dumped.split()))
+        if nested:
+            anchor = nested.group(1) + "("
+            if passes and passes[-1].startswith(anchor):
+                element, passes = f"{passes[-1][len(anchor):-1]}, {element}", passes[:-1]
+            element = f"{anchor}{element})"
         passes.append(element)
     return ", ".join(passes)
 

@@ -44,12 +44,13 @@ class Pipeline:
 def canonical(text):
     """The pass-pipeline form of `text`: a pipeline as is; mlir-opt flags (`-name`, `-name="opts"`,
     `--name=opts`, `--pass-pipeline=X`, several of them, with `mlir-opt %s` before and `| ...` after as a RUN line
-    has them) as the `name{opts}, ...` list they stand for (for messages: `expand` gives mlir-opt the flags)."""
-    words = _flags(text)
-    if words is None:
+    has them, also a chain `mlir-opt %s -a | mlir-opt -b`) as the `name{opts}, ...` list they stand for (for
+    messages: `expand` gives mlir-opt the flags)."""
+    stages = _stages(text)
+    if stages is None:
         return text.strip()
     passes = []
-    for word in words:
+    for word in (word for stage in stages for word in stage):
         name, value = _FLAG.match(word).groups()
         if name == "pass-pipeline":
             passes.append(value or "")
@@ -58,8 +59,9 @@ def canonical(text):
     return ", ".join(passes)
 
 
-def _flags(text):
-    """The mlir-opt pass flags `text` gives as a RUN line does (None for a pass pipeline), each one word."""
+def _stages(text):
+    """The mlir-opt pass flags `text` gives as a RUN line does, each one word, per mlir-opt of a chain
+    (`mlir-opt %s -a | mlir-opt -b` runs -a, then -b); None for a pass pipeline."""
     stripped = text.strip()
     if not stripped.startswith(("-", "mlir-opt")):
         return None
@@ -68,13 +70,16 @@ def _flags(text):
     except ValueError as exc:
         raise CompileError(f"cannot read the lowering pipeline ({exc})",
                            fix=f"quote it as the RUN line does, e.g. {hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}") from None
-    flags, joined = [], []
+    stages, joined = [[]], []
     for word in words:  # the shell took a flag's quotes: `-p=a=1 b=2` arrives as one word, or as three
         if joined and "=" in joined[-1] and not word.startswith("-") and word not in _RUN_LINE_WORDS + ("|",):
             joined[-1] += " " + word
         else:
             joined.append(word)
-    for word in joined:
+    for index, word in enumerate(joined):
+        if word == "|" and joined[index + 1 : index + 2] == ["mlir-opt"]:
+            stages.append([])  # the next mlir-opt of the chain runs on what this one printed
+            continue
         if word == "|":
             break  # the rest of a RUN line (mlir-runner, FileCheck) is not ours
         if word in _RUN_LINE_WORDS:
@@ -85,8 +90,8 @@ def _flags(text):
                                fix="give mlir-opt's pass flags (-name or -name=\"options\") or a pass pipeline "
                                    f"({hint('lowering', 'name{options}, ...')})")
         name, value = match.groups()
-        flags.append(f"--pass-pipeline={anchored(value or '')}" if name == "pass-pipeline" else word)
-    return flags
+        stages[-1].append(f"--pass-pipeline={anchored(value or '')}" if name == "pass-pipeline" else word)
+    return stages
 
 
 def anchored(pipeline):
@@ -157,8 +162,9 @@ def _quoted(value):
 
 @functools.lru_cache(maxsize=64)
 def _expanded(args):
-    """The Pipeline mlir-opt runs for `args` (its pass flags, or one --pass-pipeline): flags reach mlir-opt as
-    given, so op-anchored ones (`-convert-gpu-to-nvvm`) nest into `gpu.module(...)` as on a RUN line."""
+    """The top-level pipeline elements mlir-opt runs for `args` (its pass flags, or one --pass-pipeline): flags
+    reach mlir-opt as given, so op-anchored ones (`-convert-gpu-to-nvvm`) nest into `gpu.module(...)` as on a
+    RUN line."""
     argv = [toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", "-", "--dump-pass-pipeline", *args,
             "-o", "/dev/null"]
     result = process.run(argv, "expanding the lowering pipeline", input=b"module {}\n")
@@ -170,8 +176,11 @@ def _expanded(args):
                            fix="give a pass pipeline mlir-opt 22 knows, e.g. "
                                f"{hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}, or a RUN "
                                "line's flags (-gpu-lower-to-nvvm-pipeline=\"...\")")
-    body = text[start + len("builtin.module(") : text.rindex(")")]
-    elements = _split_top(body)
+    return tuple(_split_top(text[start + len("builtin.module(") : text.rindex(")")]))
+
+
+def _cut(elements):
+    """The Pipeline of `elements`, cut at its (first) serialization."""
     names = [_element(element)[0] for element in elements]
     if SERIALIZE not in names:
         return Pipeline(tuple(elements))
@@ -182,8 +191,10 @@ def _expanded(args):
 def expand(text, source=None):
     """The Pipeline `text` (any spelling `canonical` reads) stands for; raises a CompileError located in `source`."""
     try:
-        flags = _flags(text)
-        return _expanded(tuple(flags) if flags is not None else (f"--pass-pipeline={anchored(text.strip())}",))
+        stages = _stages(text)
+        if stages is None:
+            return _cut(_expanded((f"--pass-pipeline={anchored(text.strip())}",)))
+        return _cut(tuple(element for stage in stages if stage for element in _expanded(tuple(stage))))
     except CompileError as exc:
         raise exc.located(source) if source else exc
 
