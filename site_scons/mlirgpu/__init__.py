@@ -19,7 +19,7 @@ from .version import __version__  # noqa: F401 - mlirgpu.__version__
 # For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
 TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_LAZY = {"CompileError": "errors", "CompileOptions": "options", "STAGES": "stages", "compile_file": "api",
+_LAZY = {"CompileError": "errors", "CompileOptions": "compile_options", "STAGES": "stages", "compile_file": "api",
          "compile_to_object": "api", "add_variables": "scons_tool"}
 
 
