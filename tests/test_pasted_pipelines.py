@@ -208,8 +208,11 @@ def test_scons_takes_a_run_lines_pipeline(tmp_path):
     assert "up to date" in again.stdout, again.stdout + again.stderr
 
 
-@pytest.mark.parametrize("text", ["-gpu-lower-to-nvvm-pipeline=cubin-chip=sm_80 -split-input-file",
-                                  "gpu-lower-to-nvvm-pipelin{cubin-chip=sm_80}"])
+@pytest.mark.parametrize("text", [
+    "-gpu-lower-to-nvvm-pipeline=cubin-chip=sm_80 -split-input-file",
+    "gpu-lower-to-nvvm-pipelin{cubin-chip=sm_80}",
+    "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-format=offloading}",  # LLVM bitcode: not built
+    "-gpu-lower-to-nvvm-pipeline='cubin-chip=sm_80 cubin-format=%gpu_compilation_format'"])  # upstream: invalid
 def test_a_pipeline_mlir_opt_cannot_read_is_one_line_with_the_fix(text, tmp_path):
     path = os.path.join(PIPELINES, "all_reduce_and.mlir")
     run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", path, "-o", str(tmp_path / "k.o"),

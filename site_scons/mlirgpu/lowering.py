@@ -21,6 +21,10 @@ SERIALIZE = "gpu-module-to-binary"
 _FLAG = re.compile(r"-{1,2}([A-Za-z][\w.\-]*)(?:=(.*))?\Z", re.S)
 _RUN_LINE_WORDS = ("mlir-opt", "%s")  # a pasted RUN line's tool and input, which name no pass
 _NOT_PASSES = ("split-input-file", "verify-diagnostics", "o", "allow-unregistered-dialect")
+# gpu-module-to-binary's format names (MLIR 22's ModuleToBinary): ours for those we build, None for LLVM
+# bitcode objects (`offload = ...`), which we do not embed.
+_BINARY_FORMATS = {"isa": "isa", "assembly": "isa", "bin": "bin", "binary": "bin", "fatbin": "fatbin",
+                   "fatbinary": "fatbin", "llvm": None, "offloading": None}
 
 
 @dataclass(frozen=True)
@@ -224,8 +228,15 @@ def apply(options, source=None):
     binary = pipeline.binary
     if binary is None:
         return replace(options, **changes)
-    if options.format == "fatbin" and binary.get("format") in ("isa", "bin"):  # fatbin is both defaults
-        changes["format"] = binary["format"]
+    asked = binary.get("format") or "fatbin"
+    if _BINARY_FORMATS.get(asked) is None:
+        what = (" (LLVM bitcode objects), which mlirgpu does not build" if asked in _BINARY_FORMATS else
+                ", which gpu-module-to-binary does not know (upstream: 'Invalid format specified')")
+        raise CompileError(f"the lowering pipeline asks for format={asked}{what}", file=source,
+                           fix="give gpu-module-to-binary's format (the NVVM pipeline's cubin-format) as isa, bin or "
+                               "fatbin (a RUN line's %substitutions are lit's: write their value)")
+    if options.format == "fatbin":  # fatbin is both defaults
+        changes["format"] = _BINARY_FORMATS[asked]
     for name, key in (("toolkit", "toolkit"), ("opts", "opts"), ("section", "section")):
         if not getattr(options, name) and binary.get(key):
             changes[name] = binary[key]

@@ -1,8 +1,9 @@
-// RUN: mlir-opt %s -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx80 cubin-format=bin opt-level=3" \
+// RUN: mlir-opt %s -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx80 cubin-format=binary opt-level=3" \
 // RUN: | mlir-runner --shared-libs=%mlir_cuda_runtime --shared-libs=%mlir_runner_utils --entry-point-result=void \
 // RUN: | FileCheck %s
 // Float minimum (minimumf: minnumf would call libdevice's __nv_fminf) of each row, pre-outlined: the host
-// launches the kernel with gpu.launch_func and the module is embedded as a cubin built at O3.
+// launches the kernel with gpu.launch_func and the module is embedded as a cubin built at O3
+// (format by its long name, binary).
 module attributes {gpu.container_module} {
   gpu.module @reduce_min {
     gpu.func @row_min(%data: memref<2x40xf32>, %result: memref<2xf32>) kernel {

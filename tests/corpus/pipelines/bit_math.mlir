@@ -1,8 +1,8 @@
-// RUN: mlir-opt %s -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx80 cubin-format=isa opt-level=0" \
+// RUN: mlir-opt %s -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx80 cubin-format=assembly opt-level=0" \
 // RUN: | mlir-runner --shared-libs=%mlir_cuda_runtime --shared-libs=%mlir_runner_utils --entry-point-result=void \
 // RUN: | FileCheck %s
 // math ops that lower to LLVM intrinsics (popc, clz, brev-based ctz), not to libdevice calls, so no CUDA
-// toolkit's libdevice is needed; PTX at O0.
+// toolkit's libdevice is needed; PTX at O0 (format by its long name, assembly).
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
