@@ -124,9 +124,12 @@ CASES = sorted(name for name in os.listdir(PIPELINES) if name.endswith(".mlir"))
 
 
 def _shape(name):
-    """The pass flags a file's RUN line names, without their options (a --pass-pipeline with its pipeline)."""
+    """The pass flags a file's RUN line names, with the names of their options (a --pass-pipeline with its
+    pipeline)."""
     words = shlex.split(run_line(os.path.join(PIPELINES, name)))
-    return tuple(word if "pass-pipeline=" in word else word.lstrip("-").partition("=")[0] for word in words)
+    return tuple(word if "pass-pipeline=" in word else
+                 (word.lstrip("-").partition("=")[0], *re.findall(r"([\w-]+)=", word.partition("=")[2]))
+                 for word in words)
 
 
 # Every file as its RUN line is pasted; the other two spellings on the first file of each shape of RUN line (the

@@ -77,7 +77,8 @@ def _stages(text):
     stages, joined = [[]], []
     for word in words:  # the shell took a flag's quotes: `-p=a=1 b=2` arrives as one word, or as three
         if joined and "=" in joined[-1] and not word.startswith("-") and word not in _RUN_LINE_WORDS + ("|",):
-            joined[-1] += " " + word
+            key, equals, value = word.partition("=")  # b='-x -y' (quoted inside the flag's quotes) came as b=-x -y
+            joined[-1] += " " + (f"{key}{equals}'{value}'" if re.search(r"\s", value) else word)
         else:
             joined.append(word)
     for index, word in enumerate(joined):
@@ -161,6 +162,8 @@ def _with_values(element, changes):
 
 
 def _quoted(value):
+    if value.startswith("{") and value.endswith("}"):
+        return value  # a list option (ptxas-cmd-options={-a -b}), as mlir-opt prints and reads it
     return f'"{value}"' if re.search(r"[\s,{}()]", value) else value
 
 
