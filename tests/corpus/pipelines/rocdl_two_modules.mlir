@@ -1,10 +1,11 @@
 // RUN: mlir-opt %s -convert-scf-to-cf -gpu-kernel-outlining -convert-gpu-to-rocdl="chipset=gfx90a" \
-// RUN:   -rocdl-attach-target="chip=gfx90a O=3" -gpu-to-llvm -reconcile-unrealized-casts \
+// RUN:   -rocdl-attach-target="chip=gfx90a features=+xnack O=3" -gpu-to-llvm -reconcile-unrealized-casts \
 // RUN:   -gpu-module-to-binary="format=isa" \
 // RUN: | mlir-runner --shared-libs=%mlir_rocm_runtime --shared-libs=%mlir_runner_utils --entry-point-result=void \
 // RUN: | FileCheck %s
 // ROCDL as a list of flags (-convert-gpu-to-rocdl runs on each gpu.module, as mlir-opt nests it): two launches
-// outline into two modules for gfx90a at O3; the second reads what the first wrote.
+// outline into two modules for gfx90a with XNACK on (features=+xnack) at O3; the second reads what the first
+// wrote.
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
