@@ -195,6 +195,26 @@ def test_a_pass_list_stopped_before_serialization_gets_no_second_target(tmp_path
         assert f".target {chip}\n" in (dumps / "main_kernel.isa").read_text()
 
 
+def test_a_file_that_could_be_cut_straight_from_its_text_still_runs_the_pipeline(tmp_path):
+    """Modules in the LLVM dialect that carry their own target, and no host code, are cut straight from the text
+    when the build lowers nothing; a user's pipeline runs on them as upstream's mlir-opt does: here its attach
+    pass appends a second target, and both objects are upstream's bytes."""
+    path = tmp_path / "k.mlir"
+    path.write_text('module attributes {gpu.container_module} {\n'
+                    '  gpu.module @k [#nvvm.target<O = 0, chip = "sm_80", features = "+ptx80">] {\n'
+                    '    llvm.func @store(%p: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel} {\n'
+                    '      %v = llvm.mlir.constant(7 : i32) : i32\n'
+                    '      llvm.store %v, %p : i32, !llvm.ptr\n'
+                    '      llvm.return\n'
+                    '    }\n'
+                    '  }\n'
+                    '}\n')
+    flags = '-nvvm-attach-target="chip=sm_90 features=+ptx80" -gpu-module-to-binary="format=isa"'
+    objects, _host = upstream(str(path), flags, tmp_path)
+    dumps = ours(str(path), ["--lowering", flags], tmp_path / "ours")
+    assert [binary_of(dumps, f"k.{chip}", (".isa",)) for chip in ("sm_80", "sm_90")] == objects["k"]
+
+
 def test_scons_takes_a_run_lines_pipeline(tmp_path):
     path = os.path.join(PIPELINES, "all_reduce_and.mlir")
     flags = run_line(path)

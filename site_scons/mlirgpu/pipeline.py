@@ -336,7 +336,8 @@ def _compile(source, options, output, pretranslated, report):
     compile_wall, compile_begun = time.time(), time.perf_counter()
     timings = {}
     started = time.perf_counter()
-    loaded = direct_source(source, options) or sources.load(source, options)
+    # A user's pipeline runs on every file, as upstream's mlir-opt runs it: never cut straight from the text.
+    loaded = (None if options.lowering else direct_source(source, options)) or sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
     warnings = _check_layout(loaded, jobs, options)
     planned = planned_dumps(loaded.modules, options, loaded.has_host_code)
