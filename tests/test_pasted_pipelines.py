@@ -3,7 +3,9 @@ handed to `--lowering` / `GPU_LOWERING` compile the file stage by stage, and the
 byte-identical to what upstream's full RUN line produces (`mlir-opt FILE FLAGS | mlir-translate`).
 
 The corpus (tests/corpus/pipelines) is written here in the style of MLIR's GPU integration tests: host code that
-launches kernels, lowered by `gpu-lower-to-nvvm-pipeline` / `gpu-lower-to-xevm-pipeline` as their RUN lines say.
+launches kernels, lowered by `gpu-lower-to-nvvm-pipeline` / `gpu-lower-to-xevm-pipeline` as their RUN lines say,
+or by the pass lists of older NVVM and of ROCm tests (flags, one --pass-pipeline, chains of mlir-opt runs).
+Each file compiles with upstream's RUN line (mlir-opt 22, no CUDA libdevice, no ROCm device libraries).
 """
 import os
 import re
