@@ -4,6 +4,7 @@ server had; no client's stream stays open in the server or its runners once the 
 `mlirgpu server stop`; a client with stdin, stdout and stderr closed compiles as it does in process. Each case
 compares a served command with the same command in process (MLIRGPU_SERVER=off)."""
 import os
+import re
 import select
 import signal
 import stat
@@ -128,6 +129,17 @@ def test_a_served_command_and_its_tools_run_with_the_clients_limits(tmp_path, se
     assert seen["on"][:5] == seen["off"][:5]
     assert all(1000 <= int(seen[mode][5]) <= 1100 for mode in seen), seen
     assert _served(server_env) == 1
+    # MLIR's tools too: the limited command started its mlir-translate itself (a run the server's fork server
+    # hands over has the server's limits); a command without limits takes one.
+    assert _handed_over(server_env) == 0
+    run = mlirgpu("compile", source, "-o", "free.o", "--toolkit", toolkit, cwd=tmp_path,
+                  env=dict(server_env, LIMITS_LOG=str(tmp_path / "free.limits")))
+    assert run.returncode == 0, run.stderr
+    assert _handed_over(server_env) >= 1
+
+
+def _handed_over(env):
+    return int(re.search(r"handed over (\d+) tool runs", mlirgpu("server", "status", env=env).stdout).group(1))
 
 
 def _modes(folder):

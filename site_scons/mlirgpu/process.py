@@ -226,14 +226,23 @@ def exceeding(wanted):
             if _at_most(soft, resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[1]) != soft]
 
 
+# Limits whose value changes what a tool does (it cannot write, allocate or run as much): while a process runs under
+# other values of these than its own (`taken`), it starts its tools itself, with those limits, instead of taking runs
+# from a fork server (`supply`), whose runs have the limits of the process that started that fork server.
+TOOL_LIMITS = ("FSIZE", "AS", "DATA", "CPU")
+_other_limits = False  # whether this process runs under other TOOL_LIMITS than its own now
+
+
 @contextlib.contextmanager
 def taken(umask, wanted):
     """Run the body with the umask and soft limits of the process it runs for (`wanted`: its `limits()`), as it
     would have run there, then take this process's own back: a compile server's runner and LLVM worker outlive
     the command, and each command is another client's. Hard limits stay (a process cannot raise one again);
     a soft limit above this process's hard one is held to it (the server sees to it that none is)."""
+    global _other_limits
     own_umask = os.umask(umask)
     own = {}
+    before = _other_limits
     try:
         for name, (soft, _hard) in wanted.items():
             kind = getattr(resource, f"RLIMIT_{name}")
@@ -241,8 +250,10 @@ def taken(umask, wanted):
             if name == "CPU" and soft != resource.RLIM_INFINITY:
                 soft += int(_cpu_seconds()) + 1  # the seconds left, counted from what this process has used
             resource.setrlimit(kind, (_at_most(soft, own[kind][1]), own[kind][1]))
+            _other_limits = _other_limits or (name in TOOL_LIMITS and resource.getrlimit(kind)[0] != own[kind][0])
         yield
     finally:
+        _other_limits = before
         for kind, value in own.items():
             resource.setrlimit(kind, value)
         os.umask(own_umask)
@@ -313,7 +324,7 @@ def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
     name = os.path.basename(argv[0])
     started = time.perf_counter()
-    supplier = _suppliers.get(os.path.realpath(argv[0])) if _suppliers else None
+    supplier = _suppliers.get(os.path.realpath(argv[0])) if _suppliers and not _other_limits else None
     ready = supplier(argv) if supplier else None
     try:
         result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
