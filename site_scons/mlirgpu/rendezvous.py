@@ -197,7 +197,7 @@ def timeout():
     if text not in _said:
         _said.add(text)
         sys.stderr.write(f"mlirgpu: warning: MLIRGPU_SERVER_TIMEOUT={text!r} is not a number of seconds; "
-                         f"waiting {DEFAULT_TIMEOUT} s (fix: set it to a number such as 10)\n")
+                         f"waiting {DEFAULT_TIMEOUT:g} s (fix: set it to a number such as 10)\n")
     return DEFAULT_TIMEOUT
 
 
