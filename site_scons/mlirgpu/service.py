@@ -324,8 +324,7 @@ class Server:
                 _reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
                 return None
             if request.get("fingerprint") != self.fingerprint:
-                _reply(connection, {"kind": "replaced"})  # the client starts a server of its own version
-                return "stop"
+                return self._replaced(connection)  # the client starts a server of its own version
             if kind == "run" and len(fds) != 3:
                 _reply(connection, {"kind": "error", "message": "a run request carries stdin, stdout, stderr"})
                 return None
@@ -340,8 +339,7 @@ class Server:
                 # client starts a server of its own limits (mlirgpu.client, as for another version).
                 print(f"mlirgpu server: a client's limits exceed this server's hard limits "
                       f"({', '.join(process.exceeding(request['limits']))}); ending", file=sys.stderr, flush=True)
-                _reply(connection, {"kind": "replaced"})
-                return "stop"
+                return self._replaced(connection)
             self.served[kind] += 1
             if kind == "run":
                 return self._start_run(connection, data, fds, request)
@@ -358,6 +356,15 @@ class Server:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    def _replaced(self, connection):
+        """Answer `replaced` and end, the socket taken away first: the client's next connection starts a server
+        (rendezvous.start_server) instead of reaching this one's listener as it closes, which would reset it."""
+        if self._still_ours():
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        _reply(connection, {"kind": "replaced"})
+        return "stop"
 
     # Runners.
 
