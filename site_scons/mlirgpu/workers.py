@@ -3,10 +3,11 @@ and the caller (an SCons thread) only waits, leaving its interpreter free for th
 
 Each worker is `python -m mlirgpu.workers` (or a fork of one, below), speaking length-prefixed pickles over a
 pipe: a request names an entry point of the pipeline (`compile_file`, `compile_to_object`) and its arguments,
-the caller's folder, environment and a scratch folder the caller owns; while it runs, the pipeline reports each
-step it starts (`progress`), then the worker replies with the result or the CompileError raised. An argument may
-be left to the caller (`AskCaller`): the worker asks for it (`ask`) only if the compile needs it. Workers die
-with their caller (the kernel's parent-death signal). LLVM's own messages go to a private log
+the caller's folder, environment, a scratch folder the caller owns, and the caller's umask and resource limits,
+which the compile runs with (a worker outlives its callers: a compile server's clients, each with its own); while
+it runs, the pipeline reports each step it starts (`progress`), then the worker replies with the result or the
+CompileError raised. An argument may be left to the caller (`AskCaller`): the worker asks for it (`ask`) only
+if the compile needs it. Workers die with their caller (the kernel's parent-death signal). LLVM's own messages go to a private log
 file; when the worker dies, the caller raises a CompileError naming the module and stage it was in and the last
 line of that log. Workers are leased one compile at a time and reused, so threads of one build (SCons -j) get
 real parallelism without a start-up per compile.
