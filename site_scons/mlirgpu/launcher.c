@@ -396,7 +396,6 @@ int main(int argc, char **argv) {
         getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &server, &server_size) != 0 || server.uid != getuid())
         become_python(); /* another user's socket (planted while the folder was open) is sent nothing */
 
-
     int streams[3] = {0, 1, 2};
     char control[CMSG_SPACE(sizeof streams)];
     memset(control, 0, sizeof control);
