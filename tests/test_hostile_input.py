@@ -206,8 +206,9 @@ def _check_generated(folder, names):
     assert run.returncode == 0, run.stderr
     # repro.sh: every line that is no comment is one of ours (a name cannot end a comment and start a command).
     for line in (folder / "D" / "repro.sh").read_text().splitlines():
-        assert line.startswith(("#", "set -e", 'cd "$(dirname "$0")"', '"$', "rm -f ")) or \
-            re.fullmatch(r'[A-Z_]+="\$\{[A-Z_]+:-.*\}"', line), line
+        assert line.startswith(("#", "set -e", 'here=$(dirname -- "$0"; echo .)', 'cd -- "${here%??}"', '"$',
+                                "rm -f ", "printf ")) or \
+            re.fullmatch(r'if \[ -z "\$\{([A-Z_]+):-\}" \]; then \1=.*; fi', line), line
     report = (folder / "A" / "gpu-report.md").read_text()
     kernels, binaries = report.split("## Kernels", 1)[1].split("## Binaries", 1)
     for section, columns in ((kernels, 11), (binaries, 9)):  # a header and one row each, every cell in place

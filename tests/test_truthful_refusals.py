@@ -108,5 +108,5 @@ def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_tak
     lines = run.stderr.strip().splitlines()
     line_of_op = next(i for i, text in enumerate(open(source, encoding="utf-8"), 1) if "cf.assert %" in text)
     assert run.returncode == 1 and len(lines) == 1, run.stderr
-    assert lines[0].startswith(f"mlirgpu: {source}:{line_of_op}: error: ") and "cf.assert for NVVM only" in lines[0]
+    assert lines[0].startswith(f"mlirgpu: {source}:{line_of_op}: error: ") and "cf.assert for nvvm only" in lines[0]
     assert compile_(source, "--target", "nvvm", cwd=tmp_path).returncode == 0

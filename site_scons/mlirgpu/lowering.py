@@ -236,7 +236,7 @@ def apply(options, source=None):
         what = (" (LLVM bitcode objects), which mlirgpu does not build" if asked in _BINARY_FORMATS else
                 ", which gpu-module-to-binary does not know (upstream: 'Invalid format specified')")
         raise CompileError(f"the lowering pipeline asks for format={asked}{what}", file=source,
-                           fix="give gpu-module-to-binary's format (the NVVM pipeline's cubin-format) as isa, bin or "
+                           fix="give gpu-module-to-binary's format (cubin-format in upstream's named pipelines) as isa, bin or "
                                "fatbin (a RUN line's %substitutions are lit's: write their value)")
     if options.format == "fatbin":  # fatbin is both defaults
         changes["format"] = _BINARY_FORMATS[asked]

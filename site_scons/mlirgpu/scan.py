@@ -435,7 +435,8 @@ _DIALECT_PREFIX = re.compile(r"(?<![\w$.#!])[#!]([A-Za-z_][\w$]*)\.")
 def _names_untranslated_dialect(text):
     """Whether `text` (comments and strings included: a false match only costs a read by mlir-opt) names
     `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
-    return any(name not in TRANSLATED_DIALECTS for name in _DIALECT_PREFIX.findall(text))
+    translated = TRANSLATED_DIALECTS | {target.attribute.split(".")[0] for target in TARGETS.values()}
+    return any(name not in translated for name in _DIALECT_PREFIX.findall(text))
 
 
 def direct_source(path, options):

@@ -70,14 +70,6 @@ def normalise(path):
 # Dialects whose ops the built-in lowering cannot take, and the passes that make them lowerable.
 _BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}, convert-linalg-to-loops, "
 _SUBGROUP = "test-gpu-subgroup-reduce-lowering{expand-to-shuffles}, "
-# Device dialects the built-in lowering does not take, and the passes that make them lowerable (run first); named
-# before it runs, since some fail later with a verifier message about their rewritten bodies (linalg on memrefs:
-# "expected add/mul op in the body").
-_DEVICE_PASSES = {
-    "linalg": "convert-linalg-to-loops, ",
-    "nvgpu": "convert-nvgpu-to-nvvm, ",  # NVIDIA's TMA, mbarrier and warpgroup ops: NVVM only
-}
-_DEVICE_TARGETS = {"nvgpu": ("nvvm",)}
 
 
 def lower(path, target, chips, features, opt_level, options=None):
@@ -113,13 +105,12 @@ def lower(path, target, chips, features, opt_level, options=None):
                 suggested = None
             exc.fix = (target.lowering_fix(op, "") or
                        (f"lower it with your own pipeline: {hint('lowering', suggested)}" if suggested else _OWN_PIPELINE))
-        elif exc.line and target.name not in _NVVM_ONLY_ASSERT and "cf.assert" in _source_line(path, exc.line):
-            exc.fix = (f"MLIR 22 lowers cf.assert for NVVM only (upstream's lowering for {target.name} fails the "
-                       f"same way): remove it from the kernel, or build it for {hint('target', 'nvvm')}")
+        elif exc.line and not target.lowers_cf_assert and "cf.assert" in _source_line(path, exc.line):
+            takers = [each.name for each in TARGETS.values() if each.lowers_cf_assert]
+            exc.fix = (f"MLIR 22 lowers cf.assert for {', '.join(takers)} only (upstream's lowering for "
+                       f"{target.name} fails the same way): remove it from the kernel, or build it for "
+                       f"{hint('target', takers[0])}")
         raise
-
-
-_NVVM_ONLY_ASSERT = ("nvvm",)  # cf.assert in kernels: only convert-gpu-to-nvvm lowers it (to __assertfail)
 
 
 def _source_line(path, line):
@@ -140,26 +131,27 @@ _LOC_IN_LINE = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)')
 
 
 def check_lowerable(modules, target, path, chips, features, opt_level):
-    """Raise for the first op of a target-less module that the built-in lowering does not take, naming its
-    dialect and a `--lowering` that takes it (the built-in one with that dialect's passes first)."""
+    """Raise for the first op of a target-less module in a dialect the built-in lowering takes only after some
+    passes (a target's `dialect_passes`), naming the dialect and a `--lowering` that takes it (the built-in one
+    with those passes first); or the targets that take it at all."""
+    known = {dialect for each in TARGETS.values() for dialect in each.dialect_passes}
     for module in modules:
         if module.targets:
             continue
         for match in _OP_AT_LINE_START.finditer(module.text):
             dialect = match.group(1)
-            if dialect not in _DEVICE_PASSES:
+            if dialect not in known:
                 continue
-            op = f"{dialect}.{match.group(2)}"
+            op, line = f"{dialect}.{match.group(2)}", _op_line(module.text, match) or module.line
             where = f"gpu.module @{module.name} holds '{op}' ({dialect} dialect), which the built-in lowering for " \
                     f"{target.name} does not take"
-            allowed = _DEVICE_TARGETS.get(dialect)
-            if allowed and target.name not in allowed:
-                raise CompileError(where, file=path, line=_op_line(module.text, match) or module.line,
-                                   fix=f"the {dialect} dialect is for {', '.join(allowed)} only: set {hint('target', allowed[0])}")
-            before = _BUFFERIZE if dialect == "linalg" and "tensor<" in module.text else _DEVICE_PASSES[dialect]
-            suggested = target.lowering_pipeline(chips, features, opt_level, before_all=before)
-            raise CompileError(where, file=path, line=_op_line(module.text, match) or module.line,
-                               fix=f"lower it with {hint('lowering', suggested)}")
+            if dialect not in target.dialect_passes:
+                takers = [each.name for each in TARGETS.values() if dialect in each.dialect_passes]
+                raise CompileError(where, file=path, line=line, fix=f"the {dialect} dialect is for "
+                                   f"{', '.join(takers)} only: set {hint('target', takers[0])}")
+            before = _BUFFERIZE if dialect == "linalg" and "tensor<" in module.text else target.dialect_passes[dialect]
+            raise CompileError(where, file=path, line=line,
+                               fix=f"lower it with {hint('lowering', target.lowering_pipeline(chips, features, opt_level, before_all=before))}")
 
 
 def check_lowered(modules, target, path):
@@ -241,9 +233,9 @@ def split(text, source):
 
 
 def unpassed_parameter_warnings(modules, path):
-    """A warning per kernel with a parameter no launch passes: MLIR 22 lowers a workgroup memory attribution
-    for XeVM (`convert-gpu-to-llvm-spv`, also in upstream's `gpu-lower-to-xevm-pipeline`) into one more
-    `ptr addrspace(3)` parameter (marked `llvm.workgroup_attribution`), which `gpu.launch_func` never fills."""
+    """A warning per kernel with a parameter no launch passes: for some targets MLIR 22 lowers a workgroup memory
+    attribution (its conversion, also in upstream's named pipeline) into one more `ptr addrspace(3)` parameter
+    (marked `llvm.workgroup_attribution`), which `gpu.launch_func` never fills."""
     warnings = []
     for module in modules:
         try:
@@ -251,8 +243,8 @@ def unpassed_parameter_warnings(modules, path):
         except Unreadable:
             continue  # text the reader does not follow (generic syntax) is not checked
         warnings += [CompileWarning(f"kernel @{kernel} of gpu.module @{module.name} takes its workgroup memory as an "
-                                    "extra ptr addrspace(3) parameter that no launch passes (MLIR 22's XeVM "
-                                    "lowering, as upstream's): use an llvm.mlir.global in addrspace 3", file=path,
+                                    "extra ptr addrspace(3) parameter that no launch passes (MLIR 22's lowering "
+                                    "for its target, as upstream's): use an llvm.mlir.global in addrspace 3", file=path,
                                     line=module.line) for kernel in kernels]
     return warnings
 

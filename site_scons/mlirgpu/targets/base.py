@@ -92,6 +92,10 @@ class Target:
     name = None  # the --target / GPU_TARGET value
     attribute = None  # the MLIR attribute name, e.g. 'nvvm.target'
     attach_pass = None  # the mlir-opt pass attaching this target, e.g. 'nvvm-attach-target'
+    # Dialects the built-in lowering takes once these passes ran first (named, with them, before it runs: some
+    # fail later with a verifier message about their rewritten bodies, e.g. linalg on memrefs).
+    dialect_passes = {"linalg": "convert-linalg-to-loops, "}
+    lowers_cf_assert = False  # whether MLIR 22's conversion lowers cf.assert in kernels for this target
     default_triple = None
     default_chip = None
     default_opt_level = 2
@@ -152,7 +156,7 @@ class Target:
     def _attach(self, chips, features, opt_level, modules=""):
         only = f' module="{modules}"' if modules else ""
         return ", ".join(f"{self.attach_pass}{{chip={chip} O={opt_level}" + (f" features={features}" if features
-                                                                               else "") + "}" for chip in chips)
+                                                                               else "") + only + "}" for chip in chips)
 
     def lowering_pipeline(self, chips, features, opt_level, before_all=""):
         """The built-in mlir-opt pipeline for target-neutral code (as upstream's integration tests lower it):

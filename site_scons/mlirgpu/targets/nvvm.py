@@ -16,6 +16,8 @@ class NVVM(Target):
     name = "nvvm"
     attribute = "nvvm.target"
     attach_pass = "nvvm-attach-target"
+    dialect_passes = {**Target.dialect_passes, "nvgpu": "convert-nvgpu-to-nvvm, "}  # TMA, mbarrier, warpgroup ops
+    lowers_cf_assert = True  # to __assertfail
     default_triple = "nvptx64-nvidia-cuda"
     default_chip = "sm_50"
     parameters = {**COMMON_PARAMETERS, "features": str, "verifyTarget": bool}
