@@ -109,3 +109,29 @@ def served(request):
     subprocess.run([sys.executable, "-m", "mlirgpu", "server", "stop"], capture_output=True, timeout=60,
                    env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"), **extra))
     shutil.rmtree(folder, ignore_errors=True)
+
+
+TIERS = {
+    "unit": ("test_architecture", "test_bootstrap", "test_docs_reference", "test_header_c", "test_scan",
+             "test_toolchain", "test_compiler_log", "test_trace", "test_fuzz"),
+    "build": ("test_scons", "test_repository", "test_meson", "test_cmake", "test_wheel", "test_drop_in",
+              "test_host_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
+              "test_truthful_refusals", "test_bench_smoke"),
+    "identity": ("test_upstream_identity", "test_xevm", "test_scan_differential", "test_pasted_pipelines"),
+    "robustness": ("test_hostile_input", "test_reliability", "test_stress", "test_trust", "test_missing_tools",
+                   "test_llvm_ownership"),
+    "service": ("test_service", "test_server_trust", "test_server_limits", "test_launcher", "test_forkserver",
+                "test_workers"),
+    "fleet": ("test_remote_cache", "test_distributed", "test_stage_cache"),
+    "gpu": ("test_gpu_run",),
+}
+_TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test file belongs to one tier (a marker); a file in none is an error, so the tiers stay whole."""
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if module not in _TIER_OF:
+            raise pytest.UsageError(f"{module}.py is in no tier: add it to TIERS in tests/conftest.py")
+        item.add_marker(getattr(pytest.mark, _TIER_OF[module]))
