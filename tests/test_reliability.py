@@ -234,3 +234,21 @@ def test_two_checkouts_build_identical_files(tmp_path, clean_build):
     for name in names:
         data = (other / name).read_bytes()
         assert str(other).encode() not in data and str(tmp_path).encode() not in data, name
+
+
+def test_a_file_size_limit_below_the_isa_is_one_line(tmp_path):
+    """Under `ulimit -f` smaller than the ISA the serializer needs in its scratch folder, the compile fails with
+    one line naming the cause and the fix (it was an internal error, OSError, at stage binary)."""
+    import resource
+
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, preexec_fn=limited,
+                         env=dict(ENV, MLIRGPU_CACHE="off", MLIRGPU_SERVER="off"))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert "File too large" in lines[0] and "ulimit -f" in lines[0] and "internal error" not in lines[0]

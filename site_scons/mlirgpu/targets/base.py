@@ -244,8 +244,13 @@ class Target:
         """The ISA text written under its dump name into `scratch`, each of `binary_commands` run there, and
         the files of `suffixes` they made ({suffix: bytes})."""
         isa = os.path.join(scratch, f"{options.dump_prefix}{job.stem}.isa")
-        with open(isa, "w", encoding="utf-8") as handle:
-            handle.write(assembly.text)
+        try:
+            with open(isa, "w", encoding="utf-8") as handle:
+                handle.write(assembly.text)
+        except OSError as exc:  # a full disk or a file size limit (`ulimit -f`): the compile's one line
+            raise CompileError(f"cannot write the ISA for {self.name}'s serializer in the scratch folder: "
+                               f"{exc.strerror}", fix="free disk space or raise the file size limit (ulimit -f)") \
+                from exc
         log = []
         for argv, what, fix in self.binary_commands(job, options, scratch):
             result = run_tool(argv, what, job, fix=fix, names={scratch + os.sep: ""})
