@@ -252,3 +252,17 @@ def test_a_file_size_limit_below_the_isa_is_one_line(tmp_path):
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 1 and len(lines) == 1, run.stderr
     assert "File too large" in lines[0] and "ulimit -f" in lines[0] and "internal error" not in lines[0]
+
+
+def test_a_working_folder_longer_than_the_systems_paths_is_one_line(tmp_path, served):
+    """A folder entered step by step can have a path longer than PATH_MAX (4096 on Linux): every absolute path a
+    compile makes from it would fail, in process (it was an internal error) and served (a line holding the whole
+    path). One short line says so, both ways."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
+    step = "d" * 240
+    script = f"cd {tmp_path} && " + " && ".join(f"mkdir {step} && cd {step}" for _ in range(18)) + \
+             f" && cp {source} k.mlir && exec {sys.executable} -m mlirgpu compile k.mlir -o k.o"
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=dict(ENV, **served))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr[:2000]
+    assert "longer than this system's paths" in lines[0] and len(lines[0]) < 300, lines[0][:300]

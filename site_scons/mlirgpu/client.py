@@ -95,13 +95,21 @@ def _wait_for_exit(connection, runner):
         raise ValueError(f"unexpected answer {reply.get('kind')!r}")
 
 
-def _folder_exists():
-    """Whether the folder this process runs in still exists (a command's relative paths are resolved in it)."""
+def _folder_problem():
+    """Why a command cannot run in this process's folder (its relative paths are resolved there), or None: the
+    folder was deleted, or its path is longer than the system's paths (a folder entered step by step can be;
+    every absolute path the compile makes from it would fail)."""
     try:
-        os.getcwd()
+        here = os.getcwd()
     except FileNotFoundError:
-        return False
-    return True
+        return "the current folder was deleted (fix: run the command from a folder that exists)"
+    except OSError as exc:
+        return f"the current folder cannot be read ({exc.strerror}) (fix: run the command from another folder)"
+    limit = os.pathconf("/", "PC_PATH_MAX")
+    if len(os.fsencode(here)) >= limit:
+        return (f"the current folder's path is {len(os.fsencode(here))} bytes, longer than this system's paths "
+                f"({limit}) (fix: run the command from a folder with a shorter path)")
+    return None
 
 
 def _open_standard_streams():
@@ -122,9 +130,9 @@ def _warn(text):
 def main(argv=None):
     command = argv is None
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] and argv[0] in SERVED and not _folder_exists():
-        sys.stderr.write("mlirgpu: error: the current folder was deleted (fix: run the command from a folder "
-                         "that exists)\n")
+    problem = _folder_problem() if argv[:1] and argv[0] in SERVED else None
+    if problem:
+        sys.stderr.write(f"mlirgpu: error: {problem}\n")
         return 1
     if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
         code = run_remote(argv)
