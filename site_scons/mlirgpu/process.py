@@ -343,7 +343,9 @@ def run(argv, what, *, input=None):
             signame = signal.Signals(-result.returncode).name
         except ValueError:
             signame = f"signal {-result.returncode}"
+        import shlex  # only here: a crash is rare, and every worker imports this module at start-up
+
         output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
         raise ToolCrashed(f"{what}: {name} crashed ({signame})", fix="see the tool's output with -v",
-                           detail=output + "\nrepro: " + " ".join(argv))
+                           detail=output + "\nrepro: " + shlex.join(argv))
     return result

@@ -17,6 +17,7 @@ The stages (mlirgpu.stages), planning, embedding, the SCons tool and the reports
 import functools
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 
 from .. import process, toolchain
@@ -356,10 +357,10 @@ def run_tool(argv, what, job, fix=None, names=None):
         lines = [line.strip() for line in output.splitlines() if line.strip()]
         first = next((line for line in lines if re.search(r"error", line, re.I)), lines[0] if lines else
                      f"exit code {result.returncode}")
-        raise CompileError(f"{label} failed: {first}", fix=fix, detail=output + "\nrepro: " + " ".join(argv))
+        raise CompileError(f"{label} failed: {first}", fix=fix, detail=output + "\nrepro: " + shlex.join(argv))
     unwritten = [path for path in outputs if not os.path.exists(path)]
     if unwritten:
         raise CompileError(f"{label} ended without an error but wrote no {os.path.basename(unwritten[0])}",
                            fix=f"{argv[0]} is not a working {os.path.basename(argv[0])}: reinstall it or use another",
-                           detail="repro: " + " ".join(argv))
+                           detail="repro: " + shlex.join(argv))
     return result
