@@ -104,9 +104,10 @@ def anchored(pipeline):
     return pipeline if re.match(r"\s*(builtin\.module|any)\(", pipeline) else f"builtin.module({pipeline})"
 
 
-def _split_top(text):
-    """The comma-separated elements of `text` at nesting depth 0 (braces, parentheses and quotes nest)."""
-    elements, depth, start, quote = [], 0, 0, None
+def _split(text, separators):
+    """The non-empty parts of `text` between `separators` at nesting depth 0 (braces, parentheses and quotes
+    nest), stripped: a pipeline's elements (",") or an element's options (whitespace)."""
+    parts, depth, start, quote = [], 0, 0, None
     for index, char in enumerate(text):
         if quote:
             quote = None if char == quote else quote
@@ -116,11 +117,11 @@ def _split_top(text):
             depth += 1
         elif char in ")}":
             depth -= 1
-        elif char == "," and depth == 0:
-            elements.append(text[start:index].strip())
+        elif char in separators and depth == 0:
+            parts.append(text[start:index].strip())
             start = index + 1
-    elements.append(text[start:].strip())
-    return [element for element in elements if element]
+    parts.append(text[start:].strip())
+    return [part for part in parts if part]
 
 
 def _element(element):
@@ -129,28 +130,10 @@ def _element(element):
     if not match:
         return element.split("(", 1)[0].strip(), {}
     values = {}
-    for word in _split_words(match.group(2) or ""):
+    for word in _split(match.group(2) or "", " \t\n"):
         key, _, value = word.partition("=")
         values[key] = value.strip("\"'") if value[:1] in "\"'" else value
     return match.group(1), values
-
-
-def _split_words(text):
-    words, depth, start, quote = [], 0, 0, None
-    for index, char in enumerate(text + " "):
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "({":
-            depth += 1
-        elif char in ")}":
-            depth -= 1
-        elif char.isspace() and depth == 0:
-            if text[start:index].strip():
-                words.append(text[start:index].strip())
-            start = index + 1
-    return words
 
 
 def _with_values(element, changes):
@@ -183,7 +166,7 @@ def _expanded(args):
                            fix="give a pass pipeline mlir-opt 22 knows, e.g. "
                                f"{hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}, or a RUN "
                                "line's flags (-gpu-lower-to-nvvm-pipeline=\"...\")")
-    return tuple(_split_top(text[start + len("builtin.module(") : text.rindex(")")]))
+    return tuple(_split(text[start + len("builtin.module(") : text.rindex(")")], ","))
 
 
 def _cut(elements):
