@@ -62,3 +62,14 @@ def test_every_toolkit_search_variable_is_in_the_reference():
 
     documented = reference()
     assert sorted(name for name in toolchain.SEARCH_VARIABLES if name != "PATH" and f"`{name}`" not in documented) == []
+
+
+def test_the_documentation_builds_in_strict_mode(tmp_path):
+    """MkDocs builds docs/ in strict mode: a link to a page or anchor that is not there fails the build."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tmp_path / "site" / "reference" / "index.html").exists()

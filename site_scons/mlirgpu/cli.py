@@ -1,6 +1,6 @@
 """The compiler core from the command line, for any build system:
 
-    mlirgpu compile IN.mlir -o OUT.o [options]        compile (see README for the options)
+    mlirgpu compile IN.mlir -o OUT.o [options]        compile (docs/reference.md lists the options)
     mlirgpu list-outputs IN.mlir -o OUT.o [options]   the files that compile would write, one per line
     mlirgpu artifacts DUMPDIR... -o OUTDIR            CI manifest, reports and archive
     mlirgpu cache stats|clear                         the stage cache: its size and counts, or empty it
