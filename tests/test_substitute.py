@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import CORPUS, ROOT, instantiate
-from sconsutil import SCONS
+from sconsutil import SCONS, TOOLPATH
 
 SITE = os.path.join(ROOT, "site_scons")
 
@@ -208,3 +208,18 @@ def test_a_folder_named_like_a_dump_is_one_line_and_other_names_are_not_looked_a
     run = _compile(tmp_path, source, "--substitute", "S")
     assert run.returncode == 0 and run.stderr == "", run.stderr
     assert _record(tmp_path / "D")["substituted"] is False
+
+
+def test_scons_gate_on_substituted_stages_names_its_rule_not_a_baseline(tmp_path, cuda_root):
+    """GPU_FAIL_ON=substituted without GPU_BASELINE: gpu-artifacts fails saying the rule broke, not speaking of
+    regressions against a baseline that was never given."""
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    assert _compile(tmp_path, source).returncode == 0
+    (tmp_path / "S").mkdir()
+    (tmp_path / "S" / "saxpy_nvvm.opt.ll").write_text((tmp_path / "D" / "saxpy_nvvm.opt.ll").read_text())
+    (tmp_path / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\nenv.GpuObject('k', 'k.mlir')\n")
+    run = subprocess.run([SCONS, "-Q", "DUMP=1", "GPU_SUBSTITUTE=S", "GPU_FAIL_ON=substituted",
+                          "gpu-artifacts"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0 and "GPU_FAIL_ON rules broken: substituted:" in run.stderr, run.stderr
+    assert "baseline" not in run.stderr
