@@ -295,7 +295,7 @@ def test_a_workgroup_attribution_becomes_a_parameter_no_launch_passes_and_is_war
         result = compile_file(source, replace(options, dump_dir=str(tmp_path / run)))
         said = [str(warning) for warning in result.warnings if "no launch passes" in str(warning)]
         assert said == [f"{source}:2: warning: kernel @reverse of gpu.module @kernels takes its workgroup memory as "
-                        "an extra ptr addrspace(3) parameter that no launch passes (MLIR 22's XeVM lowering, as "
+                        "an extra ptr addrspace(3) parameter that no launch passes (MLIR 22's xevm lowering, as "
                         "upstream's): use an llvm.mlir.global in addrspace 3"], run
         assert ("cached" in result.timings) == (run == "again")
     assert re.search(r"define spir_kernel void @reverse\([^\n]*, ptr addrspace\(3\) [^,\n]*\)",

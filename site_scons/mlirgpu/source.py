@@ -243,10 +243,15 @@ def unpassed_parameter_warnings(modules, path):
         except Unreadable:
             continue  # text the reader does not follow (generic syntax) is not checked
         warnings += [CompileWarning(f"kernel @{kernel} of gpu.module @{module.name} takes its workgroup memory as an "
-                                    "extra ptr addrspace(3) parameter that no launch passes (MLIR 22's lowering "
-                                    "for its target, as upstream's): use an llvm.mlir.global in addrspace 3", file=path,
+                                    "extra ptr addrspace(3) parameter that no launch passes (MLIR 22's "
+                                    f"{_target_names(module)} lowering, as upstream's): use an llvm.mlir.global in "
+                                    "addrspace 3", file=path,
                                     line=module.line) for kernel in kernels]
     return warnings
+
+
+def _target_names(module):
+    return "/".join(sorted({attr.target.name for attr in module.targets})) or "target's"
 
 
 def _kernels_with_attributions(text):
