@@ -321,7 +321,8 @@ def test_a_project_with_its_own_variables_adds_ours_and_stays_quiet(tmp_path):
         "', '.join(unknown.keys()))\nHelp(opts.GenerateHelpText(env))\nenv.GpuObject('k', 'k.mlir')\n")
     run = subprocess.run([SCONS, "-Q", "GPU_TARGET=rocdl", "DUMP=1"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0 and "unknown variables" not in run.stdout, run.stdout + run.stderr
-    assert (tmp_path / "k.dumps" / "saxpy_rocdl.isa").exists()
+    assert (tmp_path / "k.dumps" / "saxpy_rocdl.isa").exists() and (tmp_path / "k.h").exists()
+    assert "--header k.h" in run.stdout  # adding the variables sets none of them: the default header stays
     helped = subprocess.run([SCONS, "-h"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert "GPU_TARGET" in helped and "PREFIX" in helped
 

@@ -801,9 +801,13 @@ def _gpu_dumps(env, nodes):
 
 def add_variables(variables):
     """Add every GPU_* variable (and DUMP) to a project's own `Variables`, so its `UnknownVariables()` check
-    stays quiet about them and `scons -h` lists them with the project's (`mlirgpu.add_variables(opts)`)."""
+    stays quiet about them and `scons -h` lists them with the project's (`mlirgpu.add_variables(opts)`).
+
+    Without defaults: `Variables.Update` then writes only what the command line gives, never a default that the
+    tool would read as the build file's own setting (an empty GPU_HEADER means "no header")."""
     for variable in make_variables(args={}).options:
-        variables.Add([variable.key] + list(variable.aliases), variable.help, variable.default, variable.validator,
+        shown = "" if variable.default in ("", None) else f" (default: {variable.default})"
+        variables.Add([variable.key] + list(variable.aliases), variable.help + shown, None, variable.validator,
                       variable.converter)
     return variables
 
