@@ -73,9 +73,10 @@ def test_build_null_build_edits_target_switch_and_clean(generator, dump, project
                                     "Building C object CMakeFiles/app.dir/main.c.o", "Linking C executable app"])
     test = subprocess.run(["ctest", "--test-dir", str(folder), "--output-on-failure"], capture_output=True, text=True)
     assert test.returncode == 0 and "100% tests passed" in test.stdout, test.stdout
-    dumps = {name for name in os.listdir(folder / "gpu_kernels") if name.endswith((".isa", ".opt.ll", ".hsaco"))}
-    assert dumps == ({"scale.scale_module.isa", "scale.scale_module.opt.ll", "scale.scale_module.hsaco",
-                      "shift.shift_module.isa", "shift.shift_module.opt.ll", "shift.shift_module.hsaco"}
+    dumps = {name for name in tree(folder / "gpu_kernels") if name.endswith((".isa", ".opt.ll", ".hsaco"))}
+    assert dumps == ({"scale.dumps/scale_module.isa", "scale.dumps/scale_module.opt.ll",
+                      "scale.dumps/scale_module.hsaco", "shift.dumps/shift_module.isa",
+                      "shift.dumps/shift_module.opt.ll", "shift.dumps/shift_module.hsaco"}
                      if dump == "ON" else set())
     assert commands_run(build(folder)) == []  # the null build runs nothing
     if generator == "Ninja":
@@ -100,6 +101,7 @@ def test_build_null_build_edits_target_switch_and_clean(generator, dump, project
     build(folder, "--target", "clean")
     left = tree(folder) - configured
     assert not any(name.startswith("gpu_kernels/") and not name.endswith(".options") for name in left), left
+    assert not any(name.endswith(".dumps") for name in os.listdir(folder / "gpu_kernels"))
     assert not (folder / "app").exists()
 
 

@@ -7,6 +7,7 @@
 #
 # <name> is an INTERFACE library: linking it links each source's host object (binaries embedded) and puts each
 # generated header (<stem>.h, here k.h) on the include path; the compiles run before anything that links it.
+# With MLIRGPU_DUMP, each source's stage outputs go to <name>/<stem>.dumps/ (<module>.initial.ll, ... .isa).
 # Cache variables, as in SCons: GPU_TARGET, GPU_CHIP, GPU_FEATURES, GPU_OPT_LEVEL, GPU_FORMAT, GPU_TOOLKIT,
 # GPU_LOWERING, and MLIRGPU_DUMP (ON: every stage's output is written and declared as a byproduct).
 # Everything the compile writes is declared (outputs from `mlirgpu list-outputs`, read again when a source
@@ -78,8 +79,9 @@ function(mlirgpu_add_object name)
     endif()
     set(object "${folder}/${stem}.o")
     set(paths -o "${object}" --header "${folder}/${stem}.h")
-    if(MLIRGPU_DUMP)
-      list(APPEND paths --dump-intermediates "${folder}" --dump-prefix "${stem}.")
+    if(MLIRGPU_DUMP)  # a folder per source: dumps keep their plain names (<module>.isa)
+      list(APPEND paths --dump-intermediates "${folder}/${stem}.dumps")
+      set_property(DIRECTORY APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${folder}/${stem}.dumps")
     endif()
     # Which files the compile writes depends on the source's gpu.modules: read again when it changes.
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source}")
