@@ -110,3 +110,19 @@ def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_tak
     assert run.returncode == 1 and len(lines) == 1, run.stderr
     assert lines[0].startswith(f"mlirgpu: {source}:{line_of_op}: error: ") and "cf.assert for nvvm only" in lines[0]
     assert compile_(source, "--target", "nvvm", cwd=tmp_path).returncode == 0
+
+
+def test_a_ptx_version_too_old_for_the_chip_names_the_feature_that_fixes_it(tmp_path):
+    """gpu-lower-to-nvvm-pipeline's default features (+ptx60) with cubin-chip=sm_80: LLVM aborts, upstream and
+    ours alike; our line keeps LLVM's reason and names the feature to set, which then compiles."""
+    from mlirgpu import toolchain
+
+    source = os.path.join(CORPUS, "pipelines", "all_reduce_and.mlir")
+    pipeline = "-gpu-lower-to-nvvm-pipeline=cubin-chip=sm_80"
+    upstream = subprocess.run([toolchain.llvm_tool("mlir-opt"), source, pipeline], capture_output=True, text=True)
+    assert upstream.returncode != 0 and "PTX version" in upstream.stderr
+    run = compile_(source, "--lowering", pipeline, cwd=tmp_path)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert "PTX version 6.0 does not support target 'sm_80'" in lines[0] and "--features +ptx80" in lines[0]
+    assert compile_(source, "--lowering", pipeline, "--features", "+ptx80", cwd=tmp_path).returncode == 0

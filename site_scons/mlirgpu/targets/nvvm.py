@@ -46,6 +46,13 @@ class NVVM(Target):
     def owns_toolkit(self, path):
         return os.path.isfile(os.path.join(path, "bin", "ptxas"))
 
+    def failure_fix(self, message):
+        found = re.search(r"PTX version [\d.]+ does not support target '(\w+)'", message)
+        if found:
+            return (f"raise the PTX version for {found.group(1)}: {hint('features', '+ptx80')} "
+                    "(cubin-features=+ptx80 in gpu-lower-to-nvvm-pipeline, whose default is +ptx60)")
+        return None
+
     def conversion_pass(self, chips):
         return "convert-gpu-to-nvvm"
 
