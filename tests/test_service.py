@@ -515,3 +515,29 @@ def test_server_commands(tmp_path, server_env):
     assert status(server_env)[0] is None
     socket_files = [name for name in os.listdir(server_env["MLIRGPU_SERVER_DIR"]) if name.endswith(".sock")]
     assert socket_files == []
+
+
+def test_an_edit_in_any_subpackage_changes_the_server_and_dask_fingerprints(tmp_path):
+    """The compile server is replaced, and Dask workers are matched, by fingerprints of the package's code: both
+    walk every subpackage at any depth (one helper, version.code_folders), so a module added in a new nested
+    subpackage counts as soon as it exists and every edit of it changes both."""
+    copy = tmp_path / "pkg"
+    shutil.copytree(os.path.join(PACKAGE_ROOT, "mlirgpu"), copy / "mlirgpu",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    nested = copy / "mlirgpu" / "extra" / "deeper"
+    nested.mkdir(parents=True)
+    probe = ("from mlirgpu import distributed, rendezvous\n"
+             "print(rendezvous.fingerprint(), distributed._package_digest())\n")
+
+    def fingerprints():
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             env=dict(os.environ, PYTHONPATH=str(copy)))
+        return run.stdout.split()
+
+    before = fingerprints()
+    (nested / "mod.py").write_text("VALUE = 1\n")
+    added = fingerprints()
+    (nested / "mod.py").write_text("VALUE = 22\n")
+    edited = fingerprints()
+    assert before[0] != added[0] != edited[0] and before[1] != added[1] != edited[1]
+    assert fingerprints() == edited  # and nothing else moves them

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from . import remoteanswer, store, toolchain
 from .errors import CompileError, CompileWarning
 from .fsutil import read_source, write_atomic
-from .version import __version__
+from .version import PACKAGE, __version__, code_folders
 
 VARIABLE = "MLIRGPU_EXECUTOR"
 SCHEME = "dask://"
@@ -70,12 +70,12 @@ def wait_seconds():
 # The toolchain fingerprint.
 
 def _package_digest():
-    folder = os.path.dirname(os.path.abspath(__file__))
     hasher = hashlib.sha256()
-    for sub in ("", "targets"):
-        for name in sorted(os.listdir(os.path.join(folder, sub))):
+    for folder in code_folders():
+        for name in sorted(os.listdir(folder)):
             if name.endswith(".py"):
-                hasher.update(name.encode() + b"\0" + toolchain.file_digest(os.path.join(folder, sub, name)).encode())
+                relative = os.path.relpath(os.path.join(folder, name), PACKAGE)
+                hasher.update(relative.encode() + b"\0" + toolchain.file_digest(os.path.join(folder, name)).encode())
     return hasher.hexdigest()
 
 

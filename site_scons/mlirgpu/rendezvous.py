@@ -24,7 +24,7 @@ import sys
 import time
 import zlib
 
-from .version import __version__
+from .version import __version__, code_folders
 
 PACKAGE = os.path.dirname(os.path.realpath(__file__))  # one name, whichever link SCons loaded it through
 DEFAULT_IDLE = 600
@@ -124,7 +124,7 @@ def _fingerprint_inputs():
     """The files the fingerprint is made of: ({folder: [(name, size, mtime_ns)] of its .py files}, llvmlite's
     library as (path, size, mtime_ns) or None)."""
     folders = {}
-    for root in (PACKAGE, os.path.join(PACKAGE, "targets")):
+    for root in code_folders(PACKAGE):
         files = folders[root] = []
         for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
             if entry.name.endswith(".py"):
