@@ -490,19 +490,12 @@ def _local_depfile(text):
 
 def _remove_stale_dumps(source, options, previous_record, dumps_now):
     """What the previous compile of `source` dumped here and this one did not (the worker never saw those)."""
-    import json
-
-    from .dumps import project_path
+    from .dumps import listed_dumps, project_path
     from .fsutil import remove_quietly
 
     if not previous_record or not options.dump_dir:
         return
-    try:
-        record = json.loads(previous_record)
-        listed = record.get("dumps", []) if record.get("source") == project_path(source) else []
-    except (ValueError, AttributeError):
-        return
     keep = {os.path.basename(path) for path in dumps_now}
-    for name in listed if isinstance(listed, list) else []:
-        if isinstance(name, str) and name == os.path.basename(name) and name not in keep and not name.startswith("."):
+    for name in listed_dumps(previous_record, project_path(source)):
+        if name not in keep:
             remove_quietly(os.path.join(options.dump_dir, name))

@@ -47,7 +47,7 @@ class DumpFolder:
                                fix=f"choose a writable {hint('dump_dir')} folder")
         remove_stale_temps([os.path.join(self.folder, name) for name in planned])
         self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
-        self.previous = _previous_dumps(self.record_path, project_path(source))
+        self.previous = read_listed_dumps(self.record_path, project_path(source))
         remove_quietly(self.record_path)
 
     @property
@@ -98,14 +98,23 @@ def _holds(path, data):
         return False
 
 
-def _previous_dumps(record_path, source):
-    """The plain file names the previous compile of the same source listed in its record (a record of another
-    source, in a folder shared without --dump-prefix, lists nothing of ours)."""
+def listed_dumps(text, source=None):
+    """The plain file names a record's `text` lists as its dumps: none for a damaged record, nor, with `source`,
+    for a record of another source (a folder shared without --dump-prefix). The one reading of a previous record
+    (the next compile, SCons's clean, a Dask client): names that are no plain file name are never returned."""
     try:
-        with open(record_path, encoding="utf-8") as handle:
-            record = json.load(handle)
-        listed = record["dumps"] if record.get("source") == source else []
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        record = json.loads(text)
+        listed = record.get("dumps", []) if source is None or record.get("source") == source else []
+    except (ValueError, AttributeError, TypeError):
         return []
     return [name for name in listed if isinstance(name, str) and name == os.path.basename(name)
             and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []
+
+
+def read_listed_dumps(record_path, source=None):
+    """`listed_dumps` of the record at `record_path` (none when there is no record)."""
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            return listed_dumps(handle.read(), source)
+    except (OSError, UnicodeDecodeError):
+        return []

@@ -26,7 +26,6 @@ import dataclasses
 import difflib
 import gc
 import hashlib
-import json
 import os
 import shlex
 import sys
@@ -49,6 +48,7 @@ from .cmdline import option_words
 from .errors import CompileError
 from .fsutil import remove_quietly
 from .compile_options import OPTIONS, CompileOptions, to_argv
+from .dumps import read_listed_dumps
 from .planning import RECORD_DUMP, check_options, tool_identities
 from .scan import planned_outputs, predicted_libraries, use_cache_file, uses_build_target
 from .targets import TARGETS
@@ -408,23 +408,13 @@ def _claim(dump_dir, obj):
             f"{dump_dir.path} (fix: give each its own GPU_DUMPDIR, e.g. with ${{TARGET.filebase}} in it)")
 
 
-def _listed_dumps(dump_dir):
-    """The plain file names the object's last record lists (none when there is no record)."""
-    try:
-        with open(os.path.join(dump_dir.abspath, RECORD_DUMP), encoding="utf-8") as handle:
-            listed = json.load(handle).get("dumps", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [name for name in listed if isinstance(name, str) and name == os.path.basename(name)
-            and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []
-
-
 def _forget_stale_dumps(env, obj, dump_dir):
     """`scons -c` removes every file a compile of this object ever declared: the files its last record lists
     (also after a build with dumps when cleaning without), and its own dump folder."""
     if not SCons.Script.GetOption("clean"):
         return
-    env.Clean(obj, [dump_dir.File(name) for name in _listed_dumps(dump_dir) + [RECORD_DUMP]])
+    listed = read_listed_dumps(os.path.join(dump_dir.abspath, RECORD_DUMP))
+    env.Clean(obj, [dump_dir.File(name) for name in listed + [RECORD_DUMP]])
     if dump_dir.name.endswith(".dumps") and dump_dir.dir.abspath == obj.dir.abspath:
         env.Clean(obj, dump_dir)
 
@@ -680,7 +670,8 @@ def _compile(target, source, env):
     obj = target[0]
     _, dump_dir = obj.attributes.mlirgpu_paths
     declared = {node.abspath for node in target}
-    for name in _listed_dumps(dump_dir):  # what the last compile wrote and this one won't (the record is precious)
+    # What the last compile wrote and this one won't (the record is precious: SCons kept it for this).
+    for name in read_listed_dumps(os.path.join(dump_dir.abspath, RECORD_DUMP)):
         if dump_dir.File(name).abspath not in declared:
             remove_quietly(dump_dir.File(name).abspath)
     try:
