@@ -73,7 +73,8 @@ def _stages(text):
         words = shlex.split(stripped)
     except ValueError as exc:
         raise CompileError(f"cannot read the lowering pipeline ({exc})",
-                           fix=f"quote it as the RUN line does, e.g. {hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}") from None
+                           fix="quote it as the RUN line does, e.g. "
+                               f"{hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}") from None
     stages, joined = [[]], []
     for word in words:  # the shell took a flag's quotes: `-p=a=1 b=2` arrives as one word, or as three
         if joined and "=" in joined[-1] and not word.startswith("-") and word not in _RUN_LINE_WORDS + ("|",):
@@ -219,8 +220,8 @@ def apply(options, source=None):
         what = (" (LLVM bitcode objects), which mlirgpu does not build" if asked in _BINARY_FORMATS else
                 ", which gpu-module-to-binary does not know (upstream: 'Invalid format specified')")
         raise CompileError(f"the lowering pipeline asks for format={asked}{what}", file=source,
-                           fix="give gpu-module-to-binary's format (cubin-format in upstream's named pipelines) as isa, bin or "
-                               "fatbin (a RUN line's %substitutions are lit's: write their value)")
+                           fix="give gpu-module-to-binary's format (cubin-format in upstream's named pipelines) as "
+                               "isa, bin or fatbin (a RUN line's %substitutions are lit's: write their value)")
     if options.format == "fatbin":  # fatbin is both defaults
         changes["format"] = _BINARY_FORMATS[asked]
     for name, key in (("toolkit", "toolkit"), ("opts", "opts"), ("section", "section")):

@@ -150,8 +150,8 @@ def check_lowerable(modules, target, path, chips, features, opt_level):
                 raise CompileError(where, file=path, line=line, fix=f"the {dialect} dialect is for "
                                    f"{', '.join(takers)} only: set {hint('target', takers[0])}")
             before = _BUFFERIZE if dialect == "linalg" and "tensor<" in module.text else target.dialect_passes[dialect]
-            raise CompileError(where, file=path, line=line,
-                               fix=f"lower it with {hint('lowering', target.lowering_pipeline(chips, features, opt_level, before_all=before))}")
+            suggested = target.lowering_pipeline(chips, features, opt_level, before_all=before)
+            raise CompileError(where, file=path, line=line, fix=f"lower it with {hint('lowering', suggested)}")
 
 
 def check_lowered(modules, target, path):
@@ -358,7 +358,8 @@ def _host_fix(dialect, before, serialized):
     if serialized:
         passes += ", " + _LAST_HOST_PASSES
     pipeline = f"{before}, {passes}" if before else passes
-    return f"lower it with {hint('lowering', pipeline)}; or set {hint('host_code', 'ignore')} to embed only the binaries"
+    return (f"lower it with {hint('lowering', pipeline)}; or set {hint('host_code', 'ignore')} to embed only the "
+            "binaries")
 
 
 def load(path, options):
