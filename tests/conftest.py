@@ -32,7 +32,7 @@ os.environ["MLIRGPU_SERVER"] = "off"
 def cuda_root():
     root = cuda_toolkit()
     if not root:
-        pytest.skip("no CUDA toolkit (pip install 'scons-mlir-gpu[cuda]', or tools/bootstrap)")
+        pytest.fail("no CUDA toolkit: tools/bootstrap installs it (pip install 'scons-mlir-gpu[cuda]')")
     return root
 
 
@@ -41,7 +41,7 @@ def rocm_root(tmp_path_factory):
     """A ROCm-shaped root for upstream mlir-opt, which wants <root>/amdgcn/bitcode and <root>/llvm/bin/ld.lld."""
     libs = rocm_toolkit()
     if not libs:
-        pytest.skip("no ROCm device libraries (Debian package rocm-device-libs, or tools/bootstrap)")
+        pytest.fail("no ROCm device libraries: tools/bootstrap installs them (Debian package rocm-device-libs)")
     root = tmp_path_factory.mktemp("rocm")
     os.symlink(os.path.join(libs, "amdgcn"), root / "amdgcn")
     (root / "llvm" / "bin").mkdir(parents=True)
