@@ -315,21 +315,22 @@ class Executor:
         """`future`'s answer and the worker that gave it; _Lost once none of the `matching` workers it may run on
         is in the cluster (the scheduler would wait for them forever), _Late past `deadline`."""
         from distributed import KilledWorker
-        from distributed import TimeoutError as NoAnswerYet
 
-        while True:
-            try:
-                answer = future.result(timeout=max(0.05, min(POLL_SECONDS, deadline - time.monotonic())))
-            except NoAnswerYet:
-                if time.monotonic() >= deadline:
-                    raise _Late from None
-                if not set(matching) & set(client.nthreads()):
-                    raise _Lost from None
-                continue
-            except KilledWorker:  # it died on every worker the scheduler tried: a job this cluster cannot run
-                raise _Lost from None
-            holders = client.who_has(future).get(future.key) or ["?"]
-            return answer, holders[0]
+        # Waited for with a callback, not `future.result(timeout=...)`: distributed 2026.8's sync raises
+        # UnboundLocalError when such a timeout races the answer (seen with 4 workers and 200 queued jobs).
+        done = threading.Event()
+        future.add_done_callback(lambda _future: done.set())
+        while not done.wait(timeout=max(0.05, min(POLL_SECONDS, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                raise _Late
+            if not set(matching) & set(client.nthreads()):
+                raise _Lost
+        try:
+            answer = future.result()
+        except KilledWorker:  # it died on every worker the scheduler tried: a job this cluster cannot run
+            raise _Lost from None
+        holders = client.who_has(future).get(future.key) or ["?"]
+        return answer, holders[0]
 
 
 class _Lost(Exception):
