@@ -33,7 +33,7 @@ def _rocm_root(folder):
     import sys
 
     sys.path.insert(0, os.path.join(ROOT, "site_scons"))
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
     from mlirgpu.targets.rocm import rocm_toolkit
 
     root = os.path.join(folder, "rocm")

@@ -77,7 +77,7 @@ def remote_cache(base, corpus_dir, reps, scons, timed):
     import fast
     import redis
 
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
 
     server = shutil.which("redis-server")
     if not server:
@@ -142,7 +142,7 @@ def _cluster(workers, env):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.distributed"],
+                           dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.execution.dask"],
                            env=env)
     return cluster, Client(cluster, set_as_default=False)
 

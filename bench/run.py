@@ -35,8 +35,8 @@ sys.path.insert(0, HERE)
 import fast  # noqa: E402
 import fleet  # noqa: E402
 from corpus import write_corpus  # noqa: E402
-from mlirgpu import toolchain  # noqa: E402
-from mlirgpu.stages import STAGES  # noqa: E402
+from mlirgpu.llvm import toolchain  # noqa: E402
+from mlirgpu.pipeline.stages import STAGES  # noqa: E402
 
 SCONS = [sys.executable, os.path.join(os.path.dirname(sys.executable), "scons")]
 
@@ -394,7 +394,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     base = tempfile.mkdtemp(prefix="mlirgpu-bench-")
     # The sections before `fast` measure compiling: no stage cache, no server (each `fast` run sets its own). The
-    # tool facts (hashes of the tools, see mlirgpu.toolchain) are the bench's own too, shared by every section as
+    # tool facts (hashes of the tools, see mlirgpu.llvm.toolchain) are the bench's own too, shared by every section as
     # they are by every build of a user.
     os.environ.update(MLIRGPU_CACHE="off", MLIRGPU_SERVER="off", MLIRGPU_CACHE_DIR=os.path.join(base, "cache"),
                       XDG_CACHE_HOME=os.path.join(base, "user-cache"))

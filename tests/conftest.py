@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mlirgpu import toolchain  # noqa: E402
+from mlirgpu.llvm import toolchain  # noqa: E402
 from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.targets.rocm import rocm_toolkit
 

@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 
-from mlirgpu import toolchain
+from mlirgpu.llvm import toolchain
 
 _OBJECT = re.compile(
     r'#gpu\.object<(#\w+\.target(?:<[^>]*>)?)(?:, properties = \{[^}]*\})?, (?:(\w+) = )?'

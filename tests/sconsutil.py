@@ -44,7 +44,7 @@ def make_project(path, sconstruct=SCONSTRUCT):
 
 
 def write_library(path, value):
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
 
     (path / "lib.ll").write_text(LIB_LL.format(value=value))
     subprocess.run([toolchain.llvm_tool("llvm-as"), "lib.ll", "-o", "lib.bc"], check=True, cwd=path)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import ROOT, have
-from mlirgpu import toolchain
+from mlirgpu.llvm import toolchain
 
 EXAMPLE = os.path.join(ROOT, "examples", "cmake")
 GENERATORS = ["Ninja", "Unix Makefiles"]

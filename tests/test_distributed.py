@@ -27,13 +27,13 @@ from fleet import comparable  # noqa: E402
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A scheduler and two worker processes with a stage cache of their own (the client's cache never serves
-    their compiles), as `mlirgpu worker` configures them (mlirgpu.distributed preloaded)."""
+    their compiles), as `mlirgpu worker` configures them (mlirgpu.execution.dask preloaded)."""
     from distributed import Client, LocalCluster
 
     worker_cache = str(tmp_path_factory.mktemp("worker-cache"))
     env = {"MLIRGPU_CACHE_DIR": worker_cache, "PYTHONPATH": SITE, "MLIRGPU_SERVER": "off"}
     local = LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1",
-                         dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.distributed"],
+                         dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.execution.dask"],
                          env=env)
     client = Client(local, set_as_default=False)
     yield local, client, "dask://" + local.scheduler_address[len("tcp://"):]
@@ -131,7 +131,7 @@ def test_a_worker_killed_mid_build_costs_only_time(tmp_path, cluster):
 
 def _odd_toolchain(folder):
     """An MLIR bin folder whose mlir-translate is a wrapper (other bytes: another toolchain fingerprint)."""
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
 
     folder.mkdir()
     for name in ("mlir-opt", "mlir-translate"):
@@ -148,7 +148,7 @@ def _odd_toolchain(folder):
 def test_a_worker_of_another_toolchain_is_refused(tmp_path, cluster):
     from distributed import Client, LocalCluster
 
-    from mlirgpu import distributed as ours
+    from mlirgpu.execution import dask as ours
 
     with LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None) as scheduler_only, \
             Client(scheduler_only, set_as_default=False) as client:
@@ -317,13 +317,13 @@ def test_a_toolkit_named_by_path_becomes_the_workers_own(tmp_path, cluster, cuda
         assert (tmp_path / f"{name}-remote.o").read_bytes() == (tmp_path / f"{name}-local.o").read_bytes()
 
 
-HOSTILE_WORKER = '''"""A worker preload for the tests: mlirgpu.distributed.run_job replaced by one that answers as the file named
+HOSTILE_WORKER = '''"""A worker preload for the tests: mlirgpu.execution.dask.run_job replaced by one that answers as the file named
 by $MLIRGPU_TEST_HOSTILE says (the client's pickled reference to run_job resolves to this one here)."""
 import os
 import signal
 import time
 
-from mlirgpu import distributed
+from mlirgpu.execution import dask as distributed
 
 honest = distributed.__dict__.setdefault("honest_run_job", distributed.run_job)  # preloads may run twice
 
@@ -376,7 +376,7 @@ def hostile(tmp_path_factory):
            "MLIRGPU_TEST_HOSTILE": str(mode)}
     local = LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
                          dashboard_address=None, worker_dashboard_address=None,
-                         preload=["mlirgpu.distributed", str(folder / "hostile_worker.py")], env=env)
+                         preload=["mlirgpu.execution.dask", str(folder / "hostile_worker.py")], env=env)
     client = Client(local, set_as_default=False)
     yield client, "dask://" + local.scheduler_address[len("tcp://"):], mode
     client.close()

@@ -26,7 +26,7 @@ def package_text():
 
 
 def test_every_command_line_option_is_in_the_reference():
-    from mlirgpu import cli
+    from mlirgpu.frontends import cli
 
     documented = reference()
     parser = cli._parser()
@@ -40,7 +40,7 @@ def test_every_command_line_option_is_in_the_reference():
 
 
 def test_every_scons_variable_is_in_the_reference_and_no_other():
-    from mlirgpu.scons_tool import make_variables
+    from mlirgpu.frontends.scons.tool import make_variables
 
     documented = reference()
     keys = {key for variable in make_variables(args={}).options for key in [variable.key, *variable.aliases]}
@@ -57,7 +57,7 @@ def test_every_mlirgpu_name_is_in_the_reference_and_no_other():
 
 
 def test_every_toolkit_search_variable_is_in_the_reference():
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
     from mlirgpu.targets import TARGETS  # noqa: F401 - importing the targets registers their variables
 
     documented = reference()

@@ -1,4 +1,4 @@
-"""The fork server (mlirgpu.forkserver): a run forked from a tool kept loaded is a fresh run of the tool, with the
+"""The fork server (mlirgpu.execution.forkserver): a run forked from a tool kept loaded is a fresh run of the tool, with the
 folder, arguments, environment, streams and exit status its caller gave; it refuses what it cannot do without
 going away, and ends after its last run once its owner lets it go. Checked on a probe program compiled here and
 on the real mlir-translate, each against a fresh process."""
@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from mlirgpu import forkserver, process, toolchain
+from mlirgpu.execution import forkserver
+from mlirgpu.llvm import process, toolchain
 
 PROBE = r"""
 #include <signal.h>
@@ -54,7 +55,7 @@ def probe_server(built):
 
 
 def _forked(server, argv, folder, environment, input=b""):
-    """A forked run's (exit code, stdout, stderr), read as mlirgpu.process reads a handed-over run."""
+    """A forked run's (exit code, stdout, stderr), read as mlirgpu.llvm.process reads a handed-over run."""
     pid, fds = server.run(argv, folder, environment)
     ran = process._Prestarted.received(argv, pid, fds).communicate(argv, input, 30)
     return ran.returncode, ran.stdout, ran.stderr
@@ -203,7 +204,7 @@ MODULE = """module attributes {{llvm.data_layout = ""}} {{
 def test_mlir_translate_forked_is_mlir_translate(tmp_path, built, last):
     """The real tool: the same LLVM IR, the same diagnostics and exit codes as a fresh mlir-translate."""
     preload, _probe = built
-    from mlirgpu import mlirtools
+    from mlirgpu.llvm import mlirtools
 
     argv = mlirtools.translate_argv()
     server = forkserver.ForkServer(os.path.realpath(argv[0]), preload)

@@ -11,9 +11,10 @@ import tempfile
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mlirgpu import CompileOptions, compile_file, toolchain
+from mlirgpu import CompileOptions, compile_file
+from mlirgpu.llvm import toolchain
 from mlirgpu.errors import CompileError
-from mlirgpu.scan import planned_outputs
+from mlirgpu.pipeline.scan import planned_outputs
 
 EXAMPLES = int(os.environ.get("MLIRGPU_FUZZ_EXAMPLES", "25"))
 

@@ -10,7 +10,8 @@ from elftools.elf.elffile import ELFFile
 
 import oracle
 from conftest import CORPUS, ROOT, instantiate
-from mlirgpu import CompileOptions, compile_to_object, toolchain
+from mlirgpu import CompileOptions, compile_to_object
+from mlirgpu.llvm import toolchain
 from mlirgpu.targets.bundle import read_bundle
 from sconsutil import scons
 

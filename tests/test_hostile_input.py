@@ -170,8 +170,8 @@ def test_accepted_input_compiles(name, tmp_path):
 
 def _expected_symbol(text):
     """The C name of the one module of a source (naming rule: `[A-Za-z0-9_]`, a leading digit prefixed)."""
-    from mlirgpu.mlirtext import SYMBOL, symbol_name
-    from mlirgpu.naming import c_name
+    from mlirgpu.util.mlirtext import SYMBOL, symbol_name
+    from mlirgpu.util.naming import c_name
 
     return c_name(symbol_name(SYMBOL.search(text, text.index("gpu.module")).group(1)))
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from conftest import CORPUS, ROOT, instantiate
-from mlirgpu import launcher, rendezvous
+from mlirgpu.server import launcher
+from mlirgpu.execution import rendezvous
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ def test_the_rest_becomes_the_python_client(tmp_path, served, built, case):
     run = _run(probe, args, env, tmp_path)
     assert run.returncode == 99, (run.stdout, run.stderr)
     logged = log.read_text().splitlines()
-    assert len(logged) == 1 and logged[0].startswith("-P -c import sys; from mlirgpu.client import main")
+    assert len(logged) == 1 and logged[0].startswith("-P -c import sys; from mlirgpu.server.client import main")
     assert logged[0].endswith(" ".join(args)) if args else logged[0].endswith("sys.exit(main())")
     if before is not None:
         assert _served_commands(served) == before  # (status itself is no command)

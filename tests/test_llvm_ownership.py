@@ -3,7 +3,7 @@ stage call and jobs that fail halfway, a process compiling as a worker does (the
 loaded once) neither crashes nor leaves a llvmlite object of a job open once the job has ended, and builds the
 same bytes as a compile without that pressure.
 
-Before each job's objects were closed in a fixed order by its arena (mlirgpu.llvm_arena), the collector ran the
+Before each job's objects were closed in a fixed order by its arena (mlirgpu.llvm.arena), the collector ran the
 finalizers of a job's context and modules in its own order and the process died in `LLVMPY_DisposeModule`."""
 import hashlib
 import json
@@ -28,7 +28,9 @@ CHILD = r"""
 import dataclasses, gc, hashlib, json, sys
 
 from llvmlite.binding import context, ffi
-from mlirgpu import CompileError, CompileOptions, llvm_arena, pipeline, stages
+from mlirgpu import CompileError, CompileOptions
+from mlirgpu.llvm import arena as llvm_arena
+from mlirgpu.pipeline import driver as pipeline, stages
 
 kept = []
 failing = set()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import CORPUS, ROOT, instantiate
-from mlirgpu import toolchain
+from mlirgpu.llvm import toolchain
 from mlirgpu.targets import cuda, rocm
 from sconsutil import SCONS, TOOLPATH
 from test_remote_cache import REDIS, Redis

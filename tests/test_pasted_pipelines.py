@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from conftest import CORPUS, ROOT
-from mlirgpu import toolchain
+from mlirgpu.llvm import toolchain
 from oracle import decode
 from sconsutil import SCONS, TOOLPATH
 

@@ -1,10 +1,10 @@
-"""The one reading of a previous compile's record (mlirgpu.dumps.listed_dumps): which dump files it lists, for
+"""The one reading of a previous compile's record (mlirgpu.pipeline.dumps.listed_dumps): which dump files it lists, for
 the next compile, SCons's clean and the Dask client, which remove what a compile no longer writes. A name that is
 no plain file name (a path, `..`, a hidden file) is never returned, so a damaged or hostile record removes
 nothing outside its folder."""
 import json
 
-from mlirgpu.dumps import listed_dumps, read_listed_dumps
+from mlirgpu.pipeline.dumps import listed_dumps, read_listed_dumps
 
 
 def record(source="k.mlir", dumps=("k.isa", "k.cubin")):

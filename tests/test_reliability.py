@@ -10,10 +10,11 @@ import time
 import pytest
 
 from conftest import CORPUS, ROOT, instantiate
-from mlirgpu import CompileOptions, compile_file, toolchain
+from mlirgpu import CompileOptions, compile_file
+from mlirgpu.llvm import toolchain
 from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.targets.rocm import rocm_toolkit
-from mlirgpu.scan import planned_outputs
+from mlirgpu.pipeline.scan import planned_outputs
 from sconsutil import SCONS, TOOLPATH, files, same_tree
 
 ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))

@@ -129,7 +129,7 @@ def test_served_compiles_use_the_remote_cache_and_the_server_keeps_its_client_lo
 def test_a_process_keeps_one_connection_per_server_across_compiles(tmp_path, redis_server):
     """A runner of the compile server and its worker serve compile after compile: they keep their client (one
     connection, no handshake per compile), and drop it after a fault."""
-    from mlirgpu import remotecache
+    from mlirgpu.cache import remote as remotecache
 
     connections = lambda: redis_server.client.info("stats")["total_connections_received"]  # noqa: E731
     before = connections()
@@ -145,8 +145,8 @@ def test_a_process_keeps_one_connection_per_server_across_compiles(tmp_path, red
 def test_many_lookups_are_one_round_trip(tmp_path, redis_server):
     """A stage cache asked for many entries at once (a batch of translations) asks the remote tier once for all
     its local misses, fills its local folder with what it found, and then needs the server no more."""
-    from mlirgpu import remotecache
-    from mlirgpu.stagecache import StageCache, key
+    from mlirgpu.cache import remote as remotecache
+    from mlirgpu.cache.stagecache import StageCache, key
 
     breaker = str(tmp_path / "breaker")
     keys = [key("probe", index) for index in range(6)]
@@ -370,7 +370,7 @@ def test_a_booted_worker_has_the_redis_client_only_when_a_remote_cache_is_named(
     if named:
         env["MLIRGPU_REMOTE_CACHE"] = "redis://127.0.0.1:1/0"
     answer = tmp_path / "answer"  # a booted worker's stdout and stderr go to its LLVM log
-    probe = ("import sys, os; from mlirgpu import workers; workers.boot(os.devnull, workers.LLVM_MAJOR); "
+    probe = ("import sys, os; from mlirgpu.execution import workers; workers.boot(os.devnull, workers.LLVM_MAJOR); "
              f"open({str(answer)!r}, 'w').write(str('redis' in sys.modules))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
@@ -439,7 +439,7 @@ def test_swapped_values_are_misses_and_each_source_gets_its_own_bytes(tmp_path, 
 
 
 def _bound(key, payload, secret=None):
-    from mlirgpu import remotecache
+    from mlirgpu.cache import remote as remotecache
 
     return remotecache.seal(key.decode(), payload, secret.encode() if secret else None)
 
@@ -449,7 +449,7 @@ def test_a_foreign_value_is_a_miss_and_the_compile_runs(tmp_path, redis_server, 
     """Values that are sealed but not this key's entry: another key's valid value, a value sealed as an earlier
     version stored entries (the local format, its sha256 only), and one bound to its key whose payload no stage can
     read (what a writer without a secret can still write). Each is a miss: the compile runs as cold, no error."""
-    from mlirgpu import store
+    from mlirgpu.cache import store
 
     source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
     _run, _stages, expected = compile_in(tmp_path / "a", source, tmp_path / "ca", MLIRGPU_REMOTE_CACHE=redis_server.url())
@@ -490,7 +490,7 @@ def test_with_a_secret_only_entries_written_with_it_are_hits(tmp_path, redis_ser
 def test_a_value_is_bound_to_its_key_and_secret(tmp_path, redis_server):
     """The tier itself: two entries swapped, one truncated at every length, one written with another secret or
     none: all misses, counted as misses and as rejected values."""
-    from mlirgpu import remotecache
+    from mlirgpu.cache import remote as remotecache
 
     breaker = str(tmp_path / "breaker")
     writer = remotecache.RemoteTier(redis_server.url(), breaker)

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import CORPUS, instantiate, neutral_targets
 from mlirgpu import CompileOptions, compile_file
-from mlirgpu.scan import planned_outputs
+from mlirgpu.pipeline.scan import planned_outputs
 
 CHIP = {"nvvm": "sm_90", "rocdl": "gfx942", "xevm": "pvc"}
 SECOND_CHIP = {"nvvm": "sm_80", "rocdl": "gfx90a", "xevm": "bmg"}
@@ -54,7 +54,8 @@ def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
 def test_scans_stored_by_another_scanner_are_not_reused(tmp_path):
     """The scan cache file names the scanner that wrote it (a hash of its code): entries of another version,
     which may have read a file differently, are misses; this version's are hits."""
-    from mlirgpu import scan, store
+    from mlirgpu.pipeline import scan
+    from mlirgpu.cache import store
 
     source = tmp_path / "k.mlir"
     source.write_text('gpu.module @k [#nvvm.target<chip = "sm_80">] {\n}\n')

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import CORPUS, ROOT, instantiate
 from mlirgpu import CompileOptions
 from mlirgpu.errors import CompileError
-from mlirgpu.scan import fast_outputs, mlir_outputs, planned_outputs
+from mlirgpu.pipeline.scan import fast_outputs, mlir_outputs, planned_outputs
 
 EXAMPLES = int(os.environ.get("MLIRGPU_FUZZ_EXAMPLES", "25"))
 CASES = os.path.join(ROOT, "tests", "data", "scan_cases")

@@ -215,7 +215,7 @@ def test_a_builds_sources_are_translated_together(tmp_path, remote):
     it, as it does in a build that names a remote cache (where runs wait for a compile to ask; a cached compile
     asks for none: tests/test_remote_cache.py)."""
     from conftest import CORPUS, instantiate
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
     from sconsutil import TOOLPATH
 
     runs = tmp_path / "runs"

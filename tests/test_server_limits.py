@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import CORPUS, instantiate
-from mlirgpu import launcher
+from mlirgpu.server import launcher
 from test_service import _server_env, _slow_ptxas_toolkit, _wait_for, mlirgpu, status
 
 LIMIT_KB = 32  # more than the server's card and a small object take; less than the large object's 80 KiB

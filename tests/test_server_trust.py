@@ -18,7 +18,7 @@ import pytest
 
 from conftest import CORPUS, instantiate
 from test_service import _server_env, mlirgpu, status
-from mlirgpu import forkserver, rendezvous
+from mlirgpu.execution import forkserver, rendezvous
 
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root (another user's files, namespaces)")
 
@@ -127,7 +127,7 @@ def test_a_client_in_another_mount_namespace_compiles_in_process(tmp_path, serve
 def _slow_tools(tmp_path):
     """MLIR_BIN with an mlir-translate that waits 1.5 s first: a command the client waits for past its 1 s check
     of the server's runner."""
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
 
     folder = tmp_path / "slow"
     folder.mkdir()

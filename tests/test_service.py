@@ -373,7 +373,7 @@ def test_a_compile_in_flight_finishes_when_the_server_is_stopped(tmp_path, serve
     folder = server_env["MLIRGPU_SERVER_DIR"]
     while time.monotonic() < deadline:  # the server, its runners and their workers all end
         left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _running(pid)
-                and _cmdline(pid).endswith(f"mlirgpu.service {folder}")]
+                and _cmdline(pid).endswith(f"mlirgpu.server.service {folder}")]
         if not left:
             break
         time.sleep(0.1)
@@ -391,7 +391,7 @@ def test_clients_starting_at_once_end_with_one_server(tmp_path, server_env):
     deadline = time.monotonic() + 10  # a server started by a losing client sees the socket taken, and exits
     while True:
         processes = [pid for pid in os.listdir("/proc")
-                     if pid.isdigit() and _running(pid) and _cmdline(pid).endswith(f"mlirgpu.service {folder}")]
+                     if pid.isdigit() and _running(pid) and _cmdline(pid).endswith(f"mlirgpu.server.service {folder}")]
         # A server's own forks (a command still winding down its workers after answering) are not servers.
         parents = {pid: _parent(pid) for pid in processes}  # None: ended meanwhile (a fork winding down)
         servers = [pid for pid, parent in parents.items() if parent is not None and parent not in processes]
@@ -447,7 +447,7 @@ def test_a_hanging_or_garbled_server_costs_a_warning(tmp_path, answer):
     """Something listens on the server's socket and never answers, answers garbage, or says `started` and
     then closes: the client compiles in its own process, with one warning line."""
     env = dict(_server_env(tmp_path), MLIRGPU_SERVER_TIMEOUT="1")
-    code = (f"import socket, sys; sys.path.insert(0, {PACKAGE_ROOT!r}); from mlirgpu import rendezvous; "
+    code = (f"import socket, sys; sys.path.insert(0, {PACKAGE_ROOT!r}); from mlirgpu.execution import rendezvous; "
             f"s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); "
             f"s.bind(rendezvous.socket_path({env['MLIRGPU_SERVER_DIR']!r})); s.listen(8); print('ready', flush=True)\n"
             f"while True:\n  c, _ = s.accept(); c.recv(1 << 20)\n"
@@ -526,7 +526,7 @@ def test_an_edit_in_any_subpackage_changes_the_server_and_dask_fingerprints(tmp_
                     ignore=shutil.ignore_patterns("__pycache__"))
     nested = copy / "mlirgpu" / "extra" / "deeper"
     nested.mkdir(parents=True)
-    probe = ("from mlirgpu import distributed, rendezvous\n"
+    probe = ("from mlirgpu.execution import dask as distributed, rendezvous\n"
              "print(rendezvous.fingerprint(), distributed._package_digest())\n")
 
     def fingerprints():

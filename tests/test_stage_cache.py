@@ -10,7 +10,7 @@ import pytest
 
 from conftest import CORPUS, instantiate
 from mlirgpu import CompileOptions, compile_file
-from mlirgpu.stagecache import StageCache
+from mlirgpu.cache.stagecache import StageCache
 from sconsutil import SCONS, write_library
 
 STAGES = ("initial.ll", "linked.ll", "opt.ll", "isa", "binary")

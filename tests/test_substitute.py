@@ -54,7 +54,7 @@ def test_a_ptx_substitute_with_a_changed_constant_is_what_ptxas_makes_the_cubin_
 
 
 def test_an_amdgcn_substitute_is_what_llvm_mc_and_lld_make_the_hsaco_of(tmp_path):
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
 
     source = instantiate(os.path.join(CORPUS, "saxpy.rocdl.mlir"), tmp_path / "k.mlir", "gfx942", 3)
     assert _compile(tmp_path, source, "--format", "bin").returncode == 0

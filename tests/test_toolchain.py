@@ -4,7 +4,8 @@ import os
 import pytest
 
 from conftest import CORPUS, instantiate
-from mlirgpu import CompileOptions, compile_file, toolchain
+from mlirgpu import CompileOptions, compile_file
+from mlirgpu.llvm import toolchain
 from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.errors import CompileError, ToolMissing
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import CORPUS, instantiate
-from mlirgpu import toolchain
+from mlirgpu.llvm import toolchain
 from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.targets.rocm import rocm_toolkit
 from sconsutil import SCONS, TOOLPATH, compiled, files, same_tree, scons
@@ -178,7 +178,7 @@ def _workers_of(pid):
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if b"mlirgpu.workers" in argv and str(pid).encode() in argv:
+        if b"mlirgpu.execution.workers" in argv and str(pid).encode() in argv:
             found.append(int(entry))
     return found
 

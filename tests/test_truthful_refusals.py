@@ -95,7 +95,7 @@ def test_an_nvidia_only_dialect_for_another_target_names_the_target_it_needs(tmp
 
 @pytest.mark.parametrize("target", ["rocdl", "xevm"])
 def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_takes_it(target, tmp_path):
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
     from mlirgpu.targets import TARGETS
 
     source = os.path.join(REFUSALS, "device_cf_assert.mlir")
@@ -115,7 +115,7 @@ def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_tak
 def test_a_ptx_version_too_old_for_the_chip_names_the_feature_that_fixes_it(tmp_path):
     """gpu-lower-to-nvvm-pipeline's default features (+ptx60) with cubin-chip=sm_80: LLVM aborts, upstream and
     ours alike; our line keeps LLVM's reason and names the feature to set, which then compiles."""
-    from mlirgpu import toolchain
+    from mlirgpu.llvm import toolchain
 
     source = os.path.join(CORPUS, "pipelines", "all_reduce_and.mlir")
     pipeline = "-gpu-lower-to-nvvm-pipeline=cubin-chip=sm_80"

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from conftest import ROOT, instantiate
-from mlirgpu import CompileOptions, compile_file, workers
+from mlirgpu import CompileOptions, compile_file
+from mlirgpu.execution import workers
 from mlirgpu.errors import CompileError
 
 SOURCE = os.path.join(ROOT, "tests", "corpus", "vecadd.neutral.mlir")
@@ -189,7 +190,7 @@ def test_workers_end_with_the_caller(forking):
 def test_prestarted_tool_reports_its_exit_in_a_process_with_many_descriptors(code, monkeypatch):
     """A prestarted tool's exit status reaches its user whatever descriptor numbers the starting process has
     taken (a busy compile server holds more than ten; POSIX shells read one digit in a redirection)."""
-    from mlirgpu import process
+    from mlirgpu.llvm import process
 
     monkeypatch.setattr(process, "_suppliers", {})  # this test's only: every later /bin/sh runs as usual
     held = [os.open(os.devnull, os.O_RDONLY) for _ in range(12)]

@@ -10,7 +10,8 @@ import pytest
 
 import oracle
 from conftest import CORPUS, instantiate
-from mlirgpu import CompileError, CompileOptions, compile_file, toolchain
+from mlirgpu import CompileError, CompileOptions, compile_file
+from mlirgpu.llvm import toolchain
 
 pytestmark = pytest.mark.skipif(subprocess.run(["which", "spirv-val"], capture_output=True).returncode != 0,
                                 reason="spirv-val (Debian spirv-tools) is not installed: run tools/bootstrap")

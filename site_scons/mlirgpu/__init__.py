@@ -19,8 +19,9 @@ from .version import __version__  # noqa: F401 - mlirgpu.__version__
 # For `env.Tool('mlirgpu', toolpath=[mlirgpu.TOOLPATH])` in an existing SCons project.
 TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_LAZY = {"CompileError": "errors", "CompileOptions": "compile_options", "STAGES": "stages", "compile_file": "api",
-         "compile_to_object": "api", "add_variables": "scons_tool"}
+_LAZY = {"CompileError": "errors", "CompileOptions": "compile_options", "STAGES": "pipeline.stages",
+         "compile_file": "frontends.api", "compile_to_object": "frontends.api", "planned_outputs": "pipeline.scan",
+         "add_variables": "frontends.scons.tool"}
 
 
 def __getattr__(name):
@@ -30,18 +31,18 @@ def __getattr__(name):
 
 
 def generate(env):
-    """SCons tool entry point (see mlirgpu.scons_tool)."""
-    from .scons_tool import generate as generate_tool
+    """SCons tool entry point (see mlirgpu.frontends.scons.tool)."""
+    from .frontends.scons.tool import generate as generate_tool
 
     generate_tool(env)
 
 
 def exists(env):
-    """SCons tool entry point (see mlirgpu.scons_tool)."""
-    from .scons_tool import exists as tool_exists
+    """SCons tool entry point (see mlirgpu.frontends.scons.tool)."""
+    from .frontends.scons.tool import exists as tool_exists
 
     return tool_exists(env)
 
 
 __all__ = ["STAGES", "TOOLPATH", "CompileError", "CompileOptions", "add_variables", "compile_file",
-           "compile_to_object"]
+           "compile_to_object", "planned_outputs"]

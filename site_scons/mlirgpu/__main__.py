@@ -1,6 +1,6 @@
 """`python -m mlirgpu`: same as the `mlirgpu` command."""
 import sys
 
-from .client import main
+from .server.client import main
 
 sys.exit(main())

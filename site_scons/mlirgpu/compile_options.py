@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, fields, replace
 
 from . import errors
-from .cmdline import option_words, unclosed_quote
+from .util.cmdline import option_words, unclosed_quote
 
 FORMATS = ("isa", "bin", "fatbin")
 LAYOUTS = ("plain", "vendor")

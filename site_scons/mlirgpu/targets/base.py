@@ -12,7 +12,7 @@ Triton's per-backend stages, a target says:
   properties upstream records on `#gpu.object`, the fat container for several chips, its vendor sections, and
   whether its code generation must run isolated from the worker's process state;
 - how kernel resources are read from a binary or a tool log, and the tools whose identity enters a signature.
-The stages (mlirgpu.stages), planning, embedding, the SCons tool and the reports only call these.
+The stages (mlirgpu.pipeline.stages), planning, embedding, the SCons tool and the reports only call these.
 """
 import functools
 import os
@@ -20,7 +20,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from .. import process, toolchain
+from ..llvm import process, toolchain
 from ..errors import CompileError
 
 
@@ -187,9 +187,9 @@ class Target:
         """This target's toolkit root (the `toolkit` option, else found), or None."""
         return None
 
-    keeps_tool_log = True  # the binary stage keeps its tools' output as the `<stem>.log` dump (mlirgpu.stages)
+    keeps_tool_log = True  # the binary stage keeps its tools' output as the `<stem>.log` dump (mlirgpu.pipeline.stages)
 
-    # Substitutes (mlirgpu.substitute).
+    # Substitutes (mlirgpu.pipeline.substitute).
 
     assembles_from_text = True  # the serializer reads the ISA text (an .isa substitute can replace that stage)
 
@@ -232,7 +232,7 @@ class Target:
     def binary_commands(self, job, options, folder):
         """[(argv, what, fix)]: the stock-tool runs that make the job's binaries from its dumps, on files named
         as the dumps (with the dump prefix) in `folder`. The default serializer runs them in a scratch folder;
-        with folder '' they are the commands that reproduce the binary stage in a dump folder (mlirgpu.repro).
+        with folder '' they are the commands that reproduce the binary stage in a dump folder (mlirgpu.pipeline.repro).
         A serializer that makes the binary in process names the stock equivalent here."""
         return []
 

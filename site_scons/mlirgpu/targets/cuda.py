@@ -11,7 +11,7 @@ import sys
 
 from ..errors import ToolMissing
 from ..compile_options import hint
-from ..toolchain import executable, finder, search_also, search_environment, tool_output, which
+from ..llvm.toolchain import executable, finder, search_also, search_environment, tool_output, which
 
 INSTALL = ("pip install nvidia-cuda-nvcc nvidia-nvvm, or install a CUDA toolkit and set CUDA_PATH (or "
            f"{hint('toolkit')})")

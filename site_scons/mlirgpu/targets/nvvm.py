@@ -3,11 +3,11 @@ resources from `ptxas -v`."""
 import os
 import re
 
-from .. import process, toolchain
+from ..llvm import process, toolchain
 from . import cuda
-from ..cmdline import tokenize_cmd_options
+from ..util.cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
-from ..naming import file_stem
+from ..util.naming import file_stem
 from ..compile_options import hint
 from .base import COMMON_PARAMETERS, Library, Target, VendorSection, existing, run_tool
 
@@ -71,7 +71,7 @@ class NVVM(Target):
 
     def libraries(self, job, module, options):
         """Upstream's order: -l files, the attribute's link=[...], then libdevice whenever a toolkit is known."""
-        from ..llvm_ops import declared_functions
+        from ..llvm.ops import declared_functions
 
         root = self.toolkit(options)
         libdevice = cuda.libdevice(root)

@@ -7,7 +7,7 @@ the module calls into them, and the `__oclc_*` control constants and the code ob
 import os
 import re
 
-from .. import toolchain
+from ..llvm import toolchain
 from . import rocm
 from ..errors import CompileError
 from .bundle import make_bundle
@@ -112,7 +112,7 @@ class ROCDL(Target):
     def pre_link(self, job, module):
         """Upstream's control constants (`__oclc_*`, for the libraries the module needs) and the code object
         version module flag."""
-        from ..llvm_ops import add_control_constants, declared_functions
+        from ..llvm.ops import add_control_constants, declared_functions
 
         flags = job.attr.flags
         fast = "fast" in flags
@@ -137,7 +137,7 @@ class ROCDL(Target):
     def libraries(self, job, module, options):
         """-l files and the attribute's link=[...] (cleaned and retargeted), then the device libraries the
         module's external declarations ask for, in upstream's order (ocml, ockl, hip, opencl)."""
-        from ..llvm_ops import declared_functions
+        from ..llvm.ops import declared_functions
 
         user = [Library(path, _STRIP, True) for path in list(options.link_libs) + list(job.attr.link)]
         needed = self.needed_libraries(declared_functions(module))

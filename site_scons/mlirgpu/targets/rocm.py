@@ -9,7 +9,7 @@ import os
 
 from ..errors import ToolMissing
 from ..compile_options import hint
-from ..toolchain import executable, finder, llvm_tool, search_also, search_environment
+from ..llvm.toolchain import executable, finder, llvm_tool, search_also, search_environment
 
 INSTALL = f"apt install rocm-device-libs, or set ROCM_PATH (or {hint('toolkit')}) to a ROCm root"
 search_also("ROCM_PATH", "ROCM_ROOT", "ROCM_HOME")

@@ -14,11 +14,11 @@ the kernels with their names alone.
 import os
 import re
 
-from .. import toolchain
+from ..llvm import toolchain
 from ..errors import CompileError
-from ..mlirops import first_function_with
-from ..mlirtext import Unreadable
-from ..mlirtools import run_mlir_tool
+from ..util.mlirops import first_function_with
+from ..util.mlirtext import Unreadable
+from ..llvm.mlirtools import run_mlir_tool
 from ..compile_options import hint
 from .base import COMMON_PARAMETERS, Target
 
@@ -97,7 +97,7 @@ class XeVM(Target):
                   name("spv")], "emitting SPIR-V (llc)", None)]
 
     def serialize(self, job, assembly, options, scratch):
-        from .. import llvm_ops
+        from ..llvm import ops as llvm_ops
 
         data = llvm_ops.emit_object(assembly.module, isolated=self.isolated_codegen)
         if len(data) % 4:

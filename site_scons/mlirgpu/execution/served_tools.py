@@ -1,0 +1,40 @@
+"""Runs of the tools a compile server keeps loaded, taken by whoever runs one (a command in a runner, a build's
+worker, SCons itself): the server hands over a started run's streams (mlirgpu.llvm.process.handed_run), so the
+run costs no tool start-up. Installed as suppliers of mlirgpu.llvm.process, which never reaches a server itself."""
+import _socket
+import os
+
+from ..llvm.process import handed_run, passed_fds, supply
+from . import rendezvous
+
+
+def supply_from_server(offer):
+    """Take runs of the compile server's loaded tools whenever this process runs one (`offer`: the server's
+    socket and those programs)."""
+    path, programs = offer
+    for program in programs:
+        supply(program, lambda argv: take_from_server(path, argv))
+
+
+def take_from_server(path, argv):
+    """A started run of `argv` from the compile server at `path`, in this process's folder and environment (a
+    _Prestarted), or None: no server, or it has no such tool loaded."""
+    connection = rendezvous.connect(path)
+    if connection is None:
+        return None
+    try:
+        rendezvous.request(connection, {"kind": "tool", "argv": list(argv), "cwd": os.getcwd(),
+                                        "env": dict(os.environ)})
+        data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
+                                                               _socket.MSG_CMSG_CLOEXEC)
+        fds = passed_fds(ancillary)
+        reply = rendezvous.decode(data) if data else {}
+        if reply.get("kind") == "tool" and len(fds) == 4:
+            return handed_run(argv, int(reply["pid"]), fds)
+        for fd in fds:
+            os.close(fd)
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        connection.close()

@@ -1,0 +1,310 @@
+"""The compiler core from the command line, for any build system:
+
+    mlirgpu compile IN.mlir -o OUT.o [options]        compile (docs/reference.md lists the options)
+    mlirgpu list-outputs IN.mlir -o OUT.o [options]   the files that compile would write, one per line
+    mlirgpu artifacts DUMPDIR... -o OUTDIR            CI manifest, reports and archive
+    mlirgpu cache stats|clear                         the stage cache: its size and counts, or empty it
+    mlirgpu server start|stop|status                  the compile server (see mlirgpu.server.service)
+
+The options come from one table (mlirgpu.compile_options) shared with the SCons tool and the Python API. Every failure
+is one line on stderr, `mlirgpu: FILE[:LINE]: error: WHAT (fix: HOW)`, and exit code 1 (2 for a command line
+that cannot be read); a bug of ours is one line naming where it happened, its traceback shown with -v or
+MLIRGPU_DEBUG=1.
+"""
+import argparse
+import functools
+import os
+import sys
+import time
+
+from ..execution import workers
+from ..errors import CompileError, InternalError
+from ..util.fsutil import remove_quietly
+from ..compile_options import OPTIONS, CompileOptions
+from ..version import PACKAGE, __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as our one line (exit code 2) instead of a usage block."""
+
+    def error(self, message):
+        sys.stderr.write(f"mlirgpu: error: {message} (fix: see `{self.prog} --help`)\n")
+        sys.exit(2)
+
+
+def _compile_options(command):
+    command.add_argument("input", help="the .mlir source")
+    command.add_argument("-o", "--output", required=True, metavar="OUT.o", help="the host object to write")
+    for option in OPTIONS:
+        choices = option.choices
+        if option.name == "target":
+            from ..targets import TARGETS
+
+            choices = tuple(TARGETS)
+        kwargs = {"dest": option.name, "help": option.help, "metavar": option.metavar}
+        if choices:
+            kwargs.update(choices=choices, metavar=None)
+            kwargs["help"] += f" ({', '.join(choices)})"
+        if option.name == "link_libs":
+            command.add_argument(option.flag, action="append", default=[], **kwargs)
+        else:
+            default = getattr(CompileOptions(), option.name)
+            command.add_argument(option.flag, default="" if default is None else default, **kwargs)
+    command.add_argument("-v", "--verbose", action="store_true",
+                         help="on errors, show the tools' output, repro commands and tracebacks")
+
+
+class _PrintCMakeDir(argparse.Action):
+    """`--cmake-dir`: where find_package(MLIRGPU CONFIG) finds this installation's CMake module."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(os.path.join(PACKAGE, "cmake"))
+        parser.exit(0)
+
+
+@functools.cache
+def _parser():
+    """The command line's parser, built once (the compile server builds it before forking its commands)."""
+    parser = _Parser(prog="mlirgpu", description="Stage-by-stage MLIR GPU compiler (byte-identical to "
+                                                 "mlir-opt --gpu-module-to-binary of MLIR 22).")
+    parser.add_argument("--version", action="version", version=f"mlirgpu {__version__}")
+    parser.add_argument("--cmake-dir", action=_PrintCMakeDir, nargs=0,
+                        help="print the folder of MLIRGPUConfig.cmake (for CMAKE_PREFIX_PATH) and exit")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    compile_ = commands.add_parser("compile", help="compile the gpu.modules of a .mlir file to a host object")
+    _compile_options(compile_)
+    compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
+    compile_.add_argument("--trace", metavar="FILE.json", default="",
+                          help="write a Chrome trace (Perfetto, chrome://tracing) of the compile's stages")
+    listing = commands.add_parser("list-outputs", help="print the files `compile` with the same options writes")
+    _compile_options(listing)
+    artifacts = commands.add_parser("artifacts", help="manifest, reports and archive from compiles' dump folders")
+    artifacts.add_argument("dumps", nargs="+", help="dump folders (or their mlirgpu.json records)")
+    artifacts.add_argument("-o", "--output-dir", required=True, help="where to write them")
+    artifacts.add_argument("--baseline", default="", help="an earlier gpu-manifest.json to compare with")
+    artifacts.add_argument("--fail-on", default="", help="e.g. spills,registers+10%%: exit 1 on such a regression")
+    artifacts.add_argument("--toolkit", default="", help="CUDA root for ptxas -v")
+    artifacts.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    cache = commands.add_parser("cache", help="the stage cache: `stats` (size, entries, hits, misses) or `clear`")
+    cache.add_argument("action", choices=("stats", "clear"))
+    cache.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    worker = commands.add_parser("worker", help="a Dask worker for distributed compiles (MLIRGPU_EXECUTOR) "
+                                 "with this machine's toolchain")
+    worker.add_argument("scheduler", help="the scheduler: dask://HOST:PORT (as MLIRGPU_EXECUTOR names it)")
+    worker.add_argument("--nthreads", type=int, default=os.cpu_count() or 1,
+                        help="compiles at once (default: the CPU count)")
+    worker.add_argument("--host", default="", help="the address the worker listens on (default: Dask's choice)")
+    worker.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    server = commands.add_parser("server", help="the compile server that keeps compiles warm: start, stop, status")
+    server.add_argument("action", choices=("start", "stop", "status"))
+    server.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of internal errors")
+    return parser
+
+
+def _options(args):
+    values = {option.name: getattr(args, option.name) for option in OPTIONS}
+    values["link_libs"] = tuple(values["link_libs"])
+    values["opt_level"] = values["opt_level"] or None
+    return CompileOptions(**values)
+
+
+def _list_outputs(args):
+    from ..pipeline.planning import check_options
+    from ..pipeline.scan import planned_outputs
+
+    options = check_options(args.input, _options(args))
+    outputs = [args.output] + ([options.header] if options.header else [])
+    if options.dump_dir:
+        folder = os.path.normpath(options.dump_dir)
+        folder = "" if folder == "." else folder + os.sep
+        outputs += [folder + name for name in planned_outputs(args.input, options)]  # plain names
+    print("\n".join(outputs))
+    return 0
+
+
+def _artifacts(args):
+    from ..reports import artifacts
+
+    records = artifacts.find_records(args.dumps)  # a record, a dump folder or a whole build folder
+    broken = artifacts.write_artifacts(records, args.output_dir, artifacts.toolchain_versions(args.toolkit),
+                                       args.toolkit, args.baseline, args.fail_on)
+    for item in broken:
+        print(f"mlirgpu: regression: {item}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def _server(args):
+    from ..execution.rendezvous import server_command
+
+    return server_command(args.action)
+
+
+def _worker(args):
+    """Become `dask worker` with mlirgpu.execution.dask preloaded (it checks the toolchain and prints the
+    fingerprint clients match), after checking here that the MLIR tools and llvmlite are usable."""
+    from ..execution import dask as distributed
+    from ..llvm import toolchain
+
+    address = args.scheduler.strip()
+    address = "tcp://" + address[len(distributed.SCHEME):] if address.startswith(distributed.SCHEME) else address
+    toolchain.llvm_tool("mlir-translate")
+    package_parent = os.path.dirname(PACKAGE)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+    os.environ[distributed.VARIABLE] = ""  # a worker's compiles run there, never sent on
+    argv = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", str(max(1, args.nthreads)),
+            "--nworkers", "1", "--preload", "mlirgpu.execution.dask", "--no-dashboard"]
+    if args.host:
+        argv += ["--host", args.host]
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
+
+
+def _cache(args):
+    from ..cache import remote as remotecache, stagecache
+
+    if not stagecache.enabled():
+        print("mlirgpu: the stage cache is off (MLIRGPU_CACHE)", file=sys.stderr)
+    cache = stagecache.StageCache(stagecache.open_cache_root(), stagecache.size_limit())
+    if args.action == "clear":
+        cache.clear()
+        print(f"cleared {cache.root}")
+        return 0
+    stats = cache.stats()
+    lookups = stats["hits"] + stats["misses"]
+    rate = f" ({100 * stats['hits'] / lookups:.0f}% hits)" if lookups else ""
+    print(f"folder     {stats['folder']}\n"
+          f"entries    {stats['entries']}\n"
+          f"size       {_size(stats['bytes'])} of {_size(stats['limit'])}\n"
+          f"hits       {stats['hits']}\n"
+          f"misses     {stats['misses']}{rate}\n"
+          f"stores     {stats['stores']}\n"
+          f"evictions  {stats['evictions']}")
+    remote = os.environ.get(remotecache.VARIABLE, "").strip()
+    if remote:
+        lookups = stats["remote_hits"] + stats["remote_misses"]
+        rate = f" ({100 * stats['remote_hits'] / lookups:.0f}% hits)" if lookups else ""
+        print(f"remote     {remotecache.shown(remote)}\n"
+              f"  hits     {stats['remote_hits']}\n"
+              f"  misses   {stats['remote_misses']}{rate}\n"
+              f"  stores   {stats['remote_stores']}\n"
+              f"  rejected {stats['remote_rejected']} (values sealed for another key or secret, or damaged: misses)")
+    return 0
+
+
+def _size(count):
+    """`count` bytes in the largest unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024:
+            return f"{count} B" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} TiB"
+
+
+def _compile(args):
+    from ..execution import dask as distributed
+    from ..cache import remote as remotecache
+    from ..pipeline.planning import check_options
+
+    options = check_options(args.input, _options(args))
+    url = distributed.configured_url()
+    if url:
+        result = distributed.compile_remote(url, args.input, args.output, options)
+        for warning in distributed.take_warnings():
+            print(f"mlirgpu: {warning}", file=sys.stderr)
+        if result is not None:
+            _report(args, result, result.warnings, result.cache_warnings)
+            return 0
+    warm = workers.warm()
+    workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
+    from .api import compile_to_object
+    from ..execution.batch import translate_many
+
+    started = time.perf_counter()
+    # Translated here only while a worker starts (a warm one translates what it needs: nothing, when the stage
+    # cache holds the compile); failures: the worker reports them.
+    translated = None if warm else translate_many([args.input], at_least=1).get(args.input)
+    translating = time.perf_counter() - started
+    result = compile_to_object(args.input, args.output, options, translated)
+    if translated:
+        result.timings["translate"] = translating
+    _report(args, result, result.warnings, result.cache_warnings + remotecache.take_warnings())
+    return 0
+
+
+def _report(args, result, warnings, cache_warnings):
+    """A compile's warnings, then (with --timings or MLIRGPU_STATS=1) its stage times and how many stages the
+    stage cache served; with $MLIRGPU_RESULT_FILE (a Dask worker's compile) all of it as JSON there."""
+    for warning in list(warnings) + list(cache_warnings):
+        print(f"mlirgpu: {warning}", file=sys.stderr)
+    if args.timings:
+        for stage, seconds in result.timings.items():
+            print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)
+    if args.timings or os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
+        from ..cache.stagecache import summary
+
+        print(f"mlirgpu: {summary([result.stages])}", file=sys.stderr)
+    if args.trace:
+        from ..util.trace import write_trace
+
+        write_trace(args.trace, result.trace)
+    path = os.environ.get("MLIRGPU_RESULT_FILE")
+    if path:
+        from ..cache.store import write_json
+
+        write_json(path, {"warnings": [str(w) for w in warnings], "cache_warnings": [str(w) for w in cache_warnings],
+                          "dumps": list(result.dumps), "timings": result.timings, "stages": result.stages,
+                          "trace": result.trace})
+
+
+def _remove_stale_outputs(output, header, depfile, source):
+    """An old output must not pass for the result of a compile that failed."""
+    for stale in (output, header, depfile):
+        if stale and os.path.realpath(stale) != os.path.realpath(source or "") and not os.path.isdir(stale):
+            remove_quietly(stale)
+
+
+def _pasted_values(argv):
+    """`argv` with a RUN line's pass flags after `--lowering` joined to it (`--lowering -gpu-lower-to-nvvm-pipeline=...`
+    is how users paste them; argparse would take the flag for one of ours)."""
+    joined = list(argv)
+    for index, word in enumerate(joined[:-1]):
+        if word == "--lowering" and joined[index + 1].startswith("-"):
+            joined[index : index + 2] = ["--lowering=" + joined[index + 1]]
+            break
+    return joined
+
+
+def main(argv=None):
+    argv = _pasted_values(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:
+        if exit_.code == 2 and argv[:1] == ["compile"]:  # a command line we cannot read: remove what it names
+            outputs = argparse.ArgumentParser(add_help=False)
+            outputs.add_argument("input", nargs="?")
+            for flag in ("-o", "--output", "--header", "--depfile"):
+                outputs.add_argument(flag, dest=flag.lstrip("-"))
+            known, _rest = outputs.parse_known_args(argv[1:])
+            _remove_stale_outputs(known.o or known.output, known.header, known.depfile, known.input)
+        raise
+    debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
+    try:
+        return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
+                "cache": _cache, "server": _server,
+                "worker": _worker}[args.command](args)
+    except CompileError as exc:
+        error = exc
+    except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
+        error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
+    if args.command == "compile":
+        _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
+        if os.environ.get("MLIRGPU_RESULT_FILE"):  # a Dask worker's compile: the client shows it in its own terms
+            from ..cache.store import write_json
+
+            write_json(os.environ["MLIRGPU_RESULT_FILE"], {"error": {
+                "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
+                "detail": error.detail}})
+    print(f"mlirgpu: {error}", file=sys.stderr)
+    if debug and error.detail:
+        print(error.detail, file=sys.stderr)
+    return 1

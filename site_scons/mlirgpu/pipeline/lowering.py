@@ -1,0 +1,257 @@
+"""The `--lowering` pipeline as a user pastes it from upstream: a pass pipeline (`gpu-lower-to-nvvm-pipeline{...}`,
+`builtin.module(...)`) or a RUN line's mlir-opt flags (`-gpu-lower-to-nvvm-pipeline="cubin-format=fatbin"`).
+
+A pipeline that ends in serialization (`gpu-module-to-binary`, as upstream's `gpu-lower-to-*-pipeline`s do) is
+cut there, as mlir-opt itself expands it (`--dump-pass-pipeline`): the passes before it lower the file (and
+attach the pipeline's target), we compile its modules stage by stage in its place, and the passes after it
+finish the host code as upstream's full pipeline does. The target, chip, features and O level of the pipeline's
+attach pass and the format and options of its serialization become the compile's, unless the build sets them.
+"""
+import functools
+import re
+import shlex
+from dataclasses import dataclass, replace
+
+from ..llvm import process, toolchain
+from ..errors import CompileError
+from ..compile_options import hint
+from ..targets import TARGETS
+
+SERIALIZE = "gpu-module-to-binary"
+_FLAG = re.compile(r"-{1,2}([A-Za-z][\w.\-]*)(?:=(.*))?\Z", re.S)
+_RUN_LINE_WORDS = ("mlir-opt", "%s")  # a pasted RUN line's tool and input, which name no pass
+_NOT_PASSES = ("split-input-file", "verify-diagnostics", "o", "allow-unregistered-dialect")
+# gpu-module-to-binary's format names (MLIR 22's ModuleToBinary): ours for those we build, None for LLVM
+# bitcode objects (`offload = ...`), which we do not embed.
+_BINARY_FORMATS = {"isa": "isa", "assembly": "isa", "bin": "bin", "binary": "bin", "fatbin": "fatbin",
+                   "fatbinary": "fatbin", "llvm": None, "offloading": None}
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A pipeline expanded by mlir-opt and cut at its serialization (`binary` is None when it has none)."""
+
+    before: tuple  # top-level elements of builtin.module(...) up to the serialization
+    binary: dict = None  # gpu-module-to-binary's options
+    after: tuple = ()  # what follows it: the host code's last passes
+
+    def attach(self):
+        """(target, options, index) of the pipeline's attach pass (the first one), or None."""
+        by_pass = {target.attach_pass: target for target in TARGETS.values() if target.attach_pass}
+        for index, element in enumerate(self.before):
+            name, values = _element(element)
+            if name in by_pass:
+                return by_pass[name], values, index
+        return None
+
+
+def canonical(text):
+    """The pass-pipeline form of `text`: a pipeline as is; mlir-opt flags (`-name`, `-name="opts"`,
+    `--name=opts`, `--pass-pipeline=X`, several of them, with `mlir-opt %s` before and `| ...` after as a RUN line
+    has them, also a chain `mlir-opt %s -a | mlir-opt -b`) as the `name{opts}, ...` list they stand for (for
+    messages: `expand` gives mlir-opt the flags)."""
+    stages = _stages(text)
+    if stages is None:
+        return text.strip()
+    passes = []
+    for word in (word for stage in stages for word in stage):
+        name, value = _FLAG.match(word).groups()
+        if name == "pass-pipeline":
+            passes.append(value or "")
+        else:
+            passes.append(f"{name}{{{value}}}" if value else name)
+    return ", ".join(passes)
+
+
+def _stages(text):
+    """The mlir-opt pass flags `text` gives as a RUN line does, each one word, per mlir-opt of a chain
+    (`mlir-opt %s -a | mlir-opt -b` runs -a, then -b); None for a pass pipeline."""
+    stripped = text.strip()
+    if not stripped.startswith(("-", "mlir-opt")):
+        return None
+    try:
+        words = shlex.split(stripped)
+    except ValueError as exc:
+        raise CompileError(f"cannot read the lowering pipeline ({exc})",
+                           fix="quote it as the RUN line does, e.g. "
+                               f"{hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}") from None
+    stages, joined = [[]], []
+    for word in words:  # the shell took a flag's quotes: `-p=a=1 b=2` arrives as one word, or as three
+        if joined and "=" in joined[-1] and not word.startswith("-") and word not in _RUN_LINE_WORDS + ("|",):
+            key, equals, value = word.partition("=")  # b='-x -y' (quoted inside the flag's quotes) came as b=-x -y
+            joined[-1] += " " + (f"{key}{equals}'{value}'" if re.search(r"\s", value) else word)
+        else:
+            joined.append(word)
+    for index, word in enumerate(joined):
+        if word == "|" and joined[index + 1 : index + 2] == ["mlir-opt"]:
+            stages.append([])  # the next mlir-opt of the chain runs on what this one printed
+            continue
+        if word == "|":
+            break  # the rest of a RUN line (mlir-runner, FileCheck) is not ours
+        if word in _RUN_LINE_WORDS:
+            continue
+        match = _FLAG.match(word)
+        if not match or match.group(1) in _NOT_PASSES or match.group(1).startswith("mlir-"):
+            raise CompileError(f"'{word}' in the lowering pipeline is not a pass",
+                               fix="give mlir-opt's pass flags (-name or -name=\"options\") or a pass pipeline "
+                                   f"({hint('lowering', 'name{options}, ...')})")
+        name, value = match.groups()
+        stages[-1].append(f"--pass-pipeline={anchored(value or '')}" if name == "pass-pipeline" else word)
+    return stages
+
+
+def anchored(pipeline):
+    """`pipeline` anchored on the top module, as --pass-pipeline wants it."""
+    return pipeline if re.match(r"\s*(builtin\.module|any)\(", pipeline) else f"builtin.module({pipeline})"
+
+
+def _split(text, separators):
+    """The non-empty parts of `text` between `separators` at nesting depth 0 (braces, parentheses and quotes
+    nest), stripped: a pipeline's elements (",") or an element's options (whitespace)."""
+    parts, depth, start, quote = [], 0, 0, None
+    for index, char in enumerate(text):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "({":
+            depth += 1
+        elif char in ")}":
+            depth -= 1
+        elif char in separators and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    parts.append(text[start:].strip())
+    return [part for part in parts if part]
+
+
+def _element(element):
+    """(name, {option: value}) of a pipeline element `name{k=v k=v}` (nested pipelines have no options)."""
+    match = re.match(r"([\w.\-]+)\s*(?:\{(.*)\})?\s*\Z", element, re.S)
+    if not match:
+        return element.split("(", 1)[0].strip(), {}
+    values = {}
+    for word in _split(match.group(2) or "", " \t\n"):
+        key, _, value = word.partition("=")
+        values[key] = value.strip("\"'") if value[:1] in "\"'" else value
+    return match.group(1), values
+
+
+def _with_values(element, changes):
+    """`element` (`name{k=v ...}`) with the options in `changes` set (a value with spaces is quoted)."""
+    name, values = _element(element)
+    values.update(changes)
+    shown = " ".join(f"{key}={_quoted(value)}" for key, value in values.items())
+    return f"{name}{{{shown}}}"
+
+
+def _quoted(value):
+    if value.startswith("{") and value.endswith("}"):
+        return value  # a list option (ptxas-cmd-options={-a -b}), as mlir-opt prints and reads it
+    return f'"{value}"' if re.search(r"[\s,{}()]", value) else value
+
+
+@functools.lru_cache(maxsize=64)
+def _expanded(args):
+    """The top-level pipeline elements mlir-opt runs for `args` (its pass flags, or one --pass-pipeline): flags
+    reach mlir-opt as given, so op-anchored ones (`-convert-gpu-to-nvvm`) nest into `gpu.module(...)` as on a
+    RUN line."""
+    argv = [toolchain.llvm_tool("mlir-opt"), "--mlir-disable-threading", "-", "--dump-pass-pipeline", *args,
+            "-o", "/dev/null"]
+    result = process.run(argv, "expanding the lowering pipeline", input=b"module {}\n")
+    text = result.stderr.decode("utf-8", "replace")
+    start = text.find("builtin.module(")
+    if result.returncode != 0 or start < 0:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "no message")
+        raise CompileError(f"mlir-opt cannot read the lowering pipeline: {first}",
+                           fix="give a pass pipeline mlir-opt 22 knows, e.g. "
+                               f"{hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}, or a RUN "
+                               "line's flags (-gpu-lower-to-nvvm-pipeline=\"...\")")
+    return tuple(_split(text[start + len("builtin.module(") : text.rindex(")")], ","))
+
+
+def _cut(elements):
+    """The Pipeline of `elements`, cut at its (first) serialization."""
+    names = [_element(element)[0] for element in elements]
+    if SERIALIZE not in names:
+        return Pipeline(tuple(elements))
+    cut = names.index(SERIALIZE)
+    return Pipeline(tuple(elements[:cut]), _element(elements[cut])[1], tuple(elements[cut + 1 :]))
+
+
+def expand(text, source=None):
+    """The Pipeline `text` (any spelling `canonical` reads) stands for; raises a CompileError located in `source`."""
+    try:
+        stages = _stages(text)
+        if stages is None:
+            return _cut(_expanded((f"--pass-pipeline={anchored(text.strip())}",)))
+        return _cut(tuple(element for stage in stages if stage for element in _expanded(tuple(stage))))
+    except CompileError as exc:
+        raise exc.located(source) if source else exc
+
+
+def apply(options, source=None):
+    """`options` with what the pipeline asks for wherever the build left it unset: the target, chip, features and
+    O level of its attach pass, and the format, toolkit, ptxas options, section and libraries of its
+    serialization. Raises when the build names another target than the pipeline attaches."""
+    if not options.lowering:
+        return options
+    pipeline = expand(options.lowering, source)
+    changes = {}
+    attach = pipeline.attach()
+    if attach:
+        target, values, _index = attach
+        if options.target and options.target != target.name:
+            raise CompileError(f"the lowering pipeline attaches {target.name} targets, the build asks for "
+                               f"{options.target}", file=source,
+                               fix=f"leave {hint('target')} unset, or give a pipeline for {options.target}")
+        changes["target"] = target.name
+        if not options.chip and values.get("chip"):
+            changes["chip"] = values["chip"]
+        if options.opt_level is None and values.get("O", "").isdigit():
+            changes["opt_level"] = int(values["O"])
+        if not options.features and values.get("features"):
+            changes["features"] = values["features"]
+    binary = pipeline.binary
+    if binary is None:
+        return replace(options, **changes)
+    asked = binary.get("format") or "fatbin"
+    if _BINARY_FORMATS.get(asked) is None:
+        what = (" (LLVM bitcode objects), which mlirgpu does not build" if asked in _BINARY_FORMATS else
+                ", which gpu-module-to-binary does not know (upstream: 'Invalid format specified')")
+        raise CompileError(f"the lowering pipeline asks for format={asked}{what}", file=source,
+                           fix="give gpu-module-to-binary's format (cubin-format in upstream's named pipelines) as "
+                               "isa, bin or fatbin (a RUN line's %substitutions are lit's: write their value)")
+    if options.format == "fatbin":  # fatbin is both defaults
+        changes["format"] = _BINARY_FORMATS[asked]
+    for name, key in (("toolkit", "toolkit"), ("opts", "opts"), ("section", "section")):
+        if not getattr(options, name) and binary.get(key):
+            changes[name] = binary[key]
+    if not options.link_libs and binary.get("l"):
+        changes["link_libs"] = tuple(lib for lib in binary["l"].split(",") if lib)
+    return replace(options, **changes)
+
+
+def device_pipeline(pipeline, options):
+    """The passes before serialization, with the attach pass set to the compile's chip(s), O level and
+    features (one attach pass per chip, as the built-in lowering attaches them)."""
+    attach = pipeline.attach()
+    elements = list(pipeline.before)
+    if attach:
+        target, values, index = attach
+        changes = {"O": str(options.opt_level)} if options.opt_level is not None else {}
+        if options.features and "features" in values:
+            changes["features"] = options.features
+        chips = [chip for chip in options.chip.split(",") if chip] or [values.get("chip", "")]
+        elements[index : index + 1] = [_with_values(elements[index], dict(changes, chip=chip)) for chip in chips]
+    return anchored(", ".join(elements))
+
+
+def host_pipeline(pipeline):
+    """The passes after serialization (upstream's host lowering), anchored; '' when there are none."""
+    return anchored(", ".join(pipeline.after)) if pipeline.after else ""
+
+
+def only_modules(names):
+    """An attach pass's `module=` regex (POSIX ERE, as llvm::Regex reads it) matching exactly `names`."""
+    return "^(" + "|".join(re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) for name in names) + ")$"

@@ -1,0 +1,468 @@
+"""What a compile of a `.mlir` file will produce, found without running any tool (for build-system emitters).
+
+A build system asks this on every run, also when nothing changed, so the text is read directly (comments and
+strings skipped, braces counted; see `mlirtext`): the aliases before the top module, the top module (explicit,
+`builtin.module`, or implicit), and each op directly inside it. For each `gpu.module` its symbol, handler and
+target list are read; every other op's symbol joins the symbol table, and kernels that `gpu-kernel-outlining`
+will create from `gpu.launch` are predicted as MLIR names them: `@<function>_kernel`, made unique against the
+symbol table with one `_<n>` counter for the whole pass, placed right after their function.
+
+The scan is never a guess. Whatever it is not certain about (generic op syntax, a nested module holding
+gpu.modules, a launch naming its own module, an attribute it cannot read, ...) raises `Unreadable`, and the
+callers ask mlir-opt instead (`planned_outputs`), so the prediction always equals what the compile writes; a
+differential test checks this against mlir-opt on the corpus and on generated variants. It is linear in the
+size of the file.
+"""
+import atexit
+import functools
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+
+from . import source as sources
+from ..util import mlirtext
+from ..cache import store
+from ..errors import CompileError
+from ..util.fsutil import read_source
+from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
+                       value_end)
+from ..util.mlirops import gpu_module_header, header_end, op_spans
+from ..llvm.mlirtools import TRANSLATED_DIALECTS
+from .planning import check_options, plan, planned_dumps
+from ..targets import TARGETS, target_for_attribute
+from ..targets.base import TargetAttr
+
+
+@dataclass(frozen=True)
+class ScannedModule:
+    name: str
+    targets: tuple
+    start: int = -1  # offset of `gpu.module` in the file (-1 for modules kernel outlining will create)
+    end: int = -1  # offset just after its closing brace
+    handler: str = ""
+    symbols: frozenset = frozenset()  # symbols its body names (what device libraries it may need)
+    ops: frozenset = frozenset()  # operations its body uses (for code that is lowered first)
+
+
+@dataclass(frozen=True)
+class Scan:
+    modules: tuple
+    lowering: bool  # some module needs the build's target (it has none, or kernels are outlined)
+    host: bool  # host code launches kernels
+    direct: bool  # an explicit top module holding only targeted gpu.modules: pieces can be cut from the text
+    prelude_end: int = 0  # offset of the line where the top module starts (aliases and comments before it)
+    suffix_start: int = -1  # offset after the top module (location aliases and the resource trailer), or -1
+
+
+_ALIAS_DEF = re.compile(r"([#!])([\w$.\-]+)[ \t]*=")
+_TOP_MODULE = re.compile(r"(?:builtin\.)?module\b")
+_GENERIC_OP = re.compile(r'"([A-Za-z_][\w$]*\.[\w$.]+)"\s*\(')
+_STRUCTURAL_OPS = {"gpu.module", "builtin.module", "gpu.launch", "gpu.launch_func", "gpu.binary"}
+_LAUNCH = re.compile(r"(?<![\w.$])gpu\.launch(?![\w.$])")
+_OPS = re.compile(r"(?<![\w.$%#!@^])([a-z_][a-z0-9_]*\.[a-z_][\w.]*)")
+
+
+def _gpu_module(st, name_end, aliases, lists):
+    """Read `gpu.module @sym [<handler>] [[targets]] [attributes {...}] {` -> (name, targets, handler, body).
+    `lists` remembers target lists read in this file by their text (files repeat one list many times)."""
+    header = gpu_module_header(st, name_end)
+    handler = st.clean[header.handler[0] : header.handler[1]] if header.handler else ""
+    targets = ()
+    if header.targets:
+        written = st.clean[header.targets[0] : header.targets[1]]
+        if written not in lists:
+            lists[written] = tuple(TargetAttr(*item) for item in target_list(st.clean, header.targets[0], aliases,
+                                                                             target_for_attribute)[0])
+        targets = lists[written]
+    return header.name, targets, handler, header.body
+
+
+def _body_facts(st, start, end):
+    """The symbols named and the ops used in [start, end)."""
+    symbols = frozenset(match.group(1) for match in SYMBOL.finditer(st.clean, start, end))
+    ops = frozenset(_OPS.findall(st.masked, start, end))
+    return symbols, ops
+
+
+def scan_text(text):
+    """The Scan of a source's text; raises Unreadable where mlir-opt must decide."""
+    st = Structure(text)
+    clean, masked = st.clean, st.masked
+    aliases = {}
+    pos = skip_space(masked, 0)
+    while pos < len(masked):
+        alias = _ALIAS_DEF.match(masked, pos)
+        if not alias:
+            break
+        end = value_end(masked, alias.end())
+        if alias.group(1) == "#":
+            aliases[alias.group(2)] = clean[alias.end() : end].strip()
+        pos = skip_space(masked, end)
+    prelude_end = masked.rfind("\n", 0, pos) + 1
+    trailer = masked.rfind("{-#")
+    if trailer >= 0 and (st.depth_at(trailer) != 0 or masked[st.closing[trailer] + 1 :].strip()):
+        raise Unreadable("text after the resource trailer")
+    region_end = trailer if trailer >= 0 else len(masked)
+    top = _TOP_MODULE.match(masked, pos)
+    explicit = False
+    if top:
+        head = skip_space(masked, top.end())
+        if masked.startswith("@", head):
+            _name, head = read_symbol(clean, head)
+            head = skip_space(masked, head)
+        top_attributes = ""
+        if masked.startswith("attributes", head):
+            head = skip_space(masked, head + len("attributes"))
+            if not masked.startswith("{", head):
+                raise Unreadable("module attributes")
+            close = st.closing[head]
+            top_attributes, head = masked[head + 1 : close].strip(), skip_space(masked, close + 1)
+        if not masked.startswith("{", head):
+            raise Unreadable("module body")
+        body_end = st.closing[head]
+        after = skip_space(masked, body_end + 1)
+        while after < region_end and _ALIAS_DEF.match(masked, after):  # e.g. location aliases
+            after = skip_space(masked, value_end(masked, _ALIAS_DEF.match(masked, after).end()))
+        if after >= region_end:  # the only top-level op: the top module
+            explicit = True
+            region, child_depth = (head + 1, body_end), 1
+    if not explicit:  # an implicit module holds every top-level op
+        region, child_depth = (pos, region_end), 0
+    scan = _children(st, region, child_depth, aliases, explicit and top_attributes in ("", "gpu.container_module"),
+                     prelude_end, body_end + 1 if explicit else -1)
+    _check_generic_ops(clean, scan.modules)
+    return scan
+
+
+def _check_generic_ops(clean, modules):
+    """Ops in generic syntax (`"llvm.intr.ctlz"(...)`, as mlir-opt prints some) are read only inside gpu.modules
+    that carry targets, where nothing the scan reports depends on them (structure comes from braces, the symbols
+    a module names from `@` references). Elsewhere they could be the modules, functions and launches the scan
+    reads in custom syntax: mlir-opt decides."""
+    inside = [(module.start, module.end) for module in modules if module.targets and module.start >= 0]
+    for match in _GENERIC_OP.finditer(clean):
+        if match.group(1) in _STRUCTURAL_OPS or not any(start <= match.start() < end for start, end in inside):
+            raise Unreadable("generic operation syntax")
+
+
+def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
+    clean, masked = st.clean, st.masked
+    modules, symbols, order, lists = [], set(), [], {}
+    only_targeted_modules = plain_top
+    for op, _start, name_end, span_end in op_spans(st, region[0], region[1], depth):
+        head_end = header_end(st, name_end, span_end, depth)
+        if op == "gpu.module":
+            name, targets, handler, body = _gpu_module(st, name_end, aliases, lists)
+            end = st.closing[body] + 1
+            facts = _body_facts(st, body, end)
+            order.append(("module", ScannedModule(name, targets, _start, end, handler, *facts)))
+            symbols.add(name)
+            only_targeted_modules &= bool(targets)
+            continue
+        only_targeted_modules = False
+        if op in ("module", "builtin.module") and "gpu.module" in masked[name_end:span_end]:
+            raise Unreadable("gpu.modules inside a nested module")
+        symbol = SYMBOL.search(clean, name_end, head_end)
+        owner = None
+        if symbol:
+            owner = read_symbol(clean, symbol.start())[0]
+            symbols.add(owner)
+        for launch in _LAUNCH.finditer(masked, head_end, span_end):
+            region_open = masked.find("{", launch.end(), span_end)
+            if region_open < 0 or "@" in masked[launch.end() : region_open]:
+                raise Unreadable("gpu.launch naming its module or function")
+            if owner is None:
+                raise Unreadable("gpu.launch outside a symbol")
+            region_close = st.closing[region_open]
+            order.append(("launch", owner, _body_facts(st, launch.start(), region_close)))
+        order.append(("op", owner))
+    # Outlining: the pass visits symbols in order, names each launch's module `<owner>_kernel`, uniqued in the
+    # top symbol table with one counter for the pass, and inserts the modules in launch order after the owner.
+    counter = 0
+    pending = []
+    for entry in order:
+        if entry[0] == "module":
+            modules.append(entry[1])
+        elif entry[0] == "launch":
+            base = unique = f"{entry[1]}_kernel"
+            while unique in symbols:
+                unique = f"{base}_{counter}"
+                counter += 1
+            symbols.add(unique)
+            pending.append(ScannedModule(unique, (), symbols=entry[2][0], ops=entry[2][1]))
+        else:
+            modules += pending
+            pending = []
+    modules += pending
+    lowering = any(not module.targets for module in modules)
+    host = bool(re.search(r"(?<![\w.$])gpu\.launch(?:_func)?(?![\w.$])", masked))
+    direct = (only_targeted_modules and bool(modules) and not host and "llvm.di_" not in masked
+              and len({module.name for module in modules}) == len(modules)
+              and all(attr.target.parameter_problem(attr.params) is None
+                      for module in modules for attr in module.targets))
+    return Scan(tuple(modules), lowering, host, direct, prelude_end, suffix_start)
+
+
+class _ScanCache:
+    """Scans remembered per file content, in this process and, when a build tool names a file for it
+    (`use_cache_file`, one per project), across runs: a null build of many sources then reads and hashes each
+    source instead of scanning it. Keys are hashes of the bytes, never timestamps, so an edit that keeps the
+    size and modification time (`cp -p`, `rsync -a`, `tar x`, clock skew) is seen. A damaged or foreign-shaped
+    cache file or entry is a miss."""
+
+    KEEP_UNUSED = 2000  # entries not used in this run that are kept (another build may still want them)
+    SCANNER = "scanner"  # the entry naming the scanner that made the others (keys are content hashes)
+    UNREADABLE = "unreadable"
+
+    def __init__(self):
+        self.memory = {}
+        self.stored = None
+        self.used = set()
+        self.dirty = False
+        self.path = None
+
+    def _load(self):
+        stored = store.read_json(self.path) if self.path else None
+        fresh = isinstance(stored, dict) and stored.get(self.SCANNER) == _scanner_identity()
+        self.stored = stored if fresh else {self.SCANNER: _scanner_identity()}  # another scanner's: forgotten
+        atexit.register(self.save)
+
+    def get(self, key):
+        if key in self.memory:
+            return self.memory[key]
+        if self.stored is None:
+            self._load()
+        entry = self.stored.get(key)
+        if entry is None:
+            return None
+        try:
+            value = self.UNREADABLE if entry == self.UNREADABLE else _scan_from_json(entry)
+        except (KeyError, TypeError, ValueError):
+            return None
+        self.used.add(key)
+        self.memory[key] = value
+        return value
+
+    def put(self, key, value):
+        self.memory[key] = value
+        if not self.path:
+            return  # nothing kept across runs (the CLI): no need for the stored form
+        if self.stored is None:
+            self._load()
+        self.stored[key] = value if value == self.UNREADABLE else _scan_to_json(value)
+        self.used.add(key)
+        self.dirty = True
+
+    def save(self):
+        if not self.dirty or not self.path:
+            return
+        unused = [key for key in self.stored if key not in self.used and key != self.SCANNER][-self.KEEP_UNUSED:]
+        entries = {self.SCANNER: _scanner_identity()}
+        entries.update((key, self.stored[key]) for key in unused + sorted(self.used) if key in self.stored)
+        store.write_json(self.path, entries)
+        self.dirty = False
+
+
+def _scan_to_json(scan):
+    return {"modules": [{"name": m.name, "start": m.start, "end": m.end, "handler": m.handler,
+                         "symbols": sorted(m.symbols), "ops": sorted(m.ops),
+                         "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]}
+                        for m in scan.modules],
+            "lowering": scan.lowering, "host": scan.host, "direct": scan.direct,
+            "prelude_end": scan.prelude_end, "suffix_start": scan.suffix_start}
+
+
+def _scan_from_json(entry):
+    modules = tuple(ScannedModule(str(m["name"]), tuple(_stored_target(*t) for t in m["targets"]), int(m["start"]),
+                                  int(m["end"]), str(m["handler"]), frozenset(map(str, m["symbols"])),
+                                  frozenset(map(str, m["ops"]))) for m in entry["modules"])
+    return Scan(modules, bool(entry["lowering"]), bool(entry["host"]), bool(entry["direct"]),
+                int(entry["prelude_end"]), int(entry["suffix_start"]))
+
+
+def _stored_target(attribute, text, params):
+    target = target_for_attribute(attribute)
+    if target is None or not isinstance(text, str) or not isinstance(params, dict):
+        raise ValueError("not a scan entry")
+    return TargetAttr(target, text, params)
+
+
+_scans = _ScanCache()
+
+
+def use_cache_file(path):
+    """Keep scans across runs in `path` (the SCons tool uses one file per project, beside .sconsign)."""
+    _scans.path = path
+
+
+def read_text(path):
+    """A source's text and the hash of its bytes (Unreadable for what is not a readable source file: the
+    compile reports it)."""
+    try:
+        data = read_source(path)
+    except CompileError as exc:
+        raise Unreadable(str(exc)) from None
+    return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _scanner_identity():
+    """A hash of the scanner's own code (this module and the MLIR text reader): scans stored by another version
+    of either, which may have read a file differently, are never reused."""
+    digest = hashlib.sha256()
+    for module in (__file__, mlirtext.__file__):
+        with open(module, "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
+
+
+_digests = {}
+
+
+def _content_digest(path):
+    """The hash of a file's bytes, read once per file version in this process (a version is told by inode and
+    change time, which no copy or unpacking tool can keep)."""
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if key not in _digests:
+        _digests[key] = read_text(path)[1]
+    return _digests[key]
+
+
+def scan_file(path):
+    """The Scan of a file, remembered per content; raises Unreadable (also remembered) where mlir-opt must
+    decide, and OSError / UnicodeDecodeError for files that cannot be read as text."""
+    found = _scans.get(_content_digest(path))
+    if found is None:
+        text, digest = read_text(path)
+        try:
+            found = scan_text(text)
+        except Unreadable:
+            found = _ScanCache.UNREADABLE
+        except RecursionError:  # never expected (the scan does not recurse deeply), but never a crash either
+            found = _ScanCache.UNREADABLE
+        _scans.put(digest, found)
+    if found == _ScanCache.UNREADABLE:
+        raise Unreadable("the fast scan steps aside")
+    return found
+
+
+def _with_build_targets(modules, options):
+    """Give target-less modules the targets the build attaches (one per chip in options.chip)."""
+    if all(module.targets for module in modules):
+        return modules
+    if not options.target:
+        return None
+    target = TARGETS[options.target]
+    chips = [c for c in (options.chip or target.default_chip).split(",") if c]
+    attached = tuple(TargetAttr(target, f'#{target.attribute}<chip = "{chip}">', {"chip": chip}) for chip in chips)
+    return [m if m.targets else ScannedModule(m.name, attached, symbols=m.symbols, ops=m.ops) for m in modules]
+
+
+def fast_outputs(path, options):
+    """The dump files the scan alone predicts for a compile with `options`, or None where it steps aside."""
+    try:
+        scan = scan_file(path)
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return None
+    modules = _with_build_targets(scan.modules, options)
+    if modules is None:
+        return []  # target-less modules and no target: the compile stops with an error
+    return planned_dumps(modules, options, options.host_code == "compile" and scan.host)
+
+
+def mlir_outputs(path, options):
+    """The dump files a compile with `options` writes, as mlir-opt reads the file (raises CompileError)."""
+    loaded = sources.load(path, options)
+    plan(loaded.modules, path, options)
+    return planned_dumps(loaded.modules, options, loaded.has_host_code)
+
+
+def planned_outputs(path, options):
+    """Dump file names (relative to the dump folder) a compile of `path` with `options` writes, in order: the
+    scan's prediction where it is certain, else mlir-opt's reading. [] for input the compile rejects anyway
+    (it then reports the error with file and line)."""
+    try:
+        options = check_options(path, options)
+    except CompileError:
+        return []
+    found = fast_outputs(path, options)
+    if found is not None:
+        return found
+    try:
+        return mlir_outputs(path, options)
+    except CompileError:
+        return []
+
+
+def predicted_libraries(path, options, environment=None):
+    """Sorted paths of every bitcode file a compile of `path` may link (device libraries, `link = [...]`
+    files), from the scan and the target hooks; where the scan steps aside, every device library of every
+    target. Deterministic per content and settings, so a build tool can make them dependencies."""
+    found = set()
+    try:
+        scan = scan_file(path)
+        modules = _with_build_targets(scan.modules, options) or scan.modules
+        for module, original in zip(modules, scan.modules):
+            for attr in module.targets:
+                found.update(attr.target.predicted_libraries(attr, module.symbols, module.ops, not original.targets,
+                                                             options, environment))
+    except (Unreadable, UnicodeDecodeError, OSError):
+        everything = frozenset(("__ocml_", "__ockl_", "printf", "__atomic_work_item_fence"))
+        for target in TARGETS.values():
+            attr = TargetAttr(target, "", {})
+            found.update(target.predicted_libraries(attr, everything, frozenset(), True, options, environment))
+    return sorted(found)
+
+
+def uses_build_target(path):
+    """Whether the build's target/chip/features/O settings affect `path` (some module carries no target, or
+    kernels are outlined). Unreadable files count as affected, so a signature is never too small."""
+    try:
+        return scan_file(path).lowering
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return True
+
+
+def pieces_key(modules):
+    """What identifies the pieces of a source cut directly (a batch translation of other pieces is no use)."""
+    return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
+
+
+_DIALECT_PREFIX = re.compile(r"(?<![\w$.#!])[#!]([A-Za-z_][\w$]*)\.")
+
+
+def _names_untranslated_dialect(text):
+    """Whether `text` (comments and strings included: a false match only costs a read by mlir-opt) names
+    `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
+    translated = TRANSLATED_DIALECTS | {target.attribute.split(".")[0] for target in TARGETS.values()}
+    return any(name not in translated for name in _DIALECT_PREFIX.findall(text))
+
+
+def direct_source(path, options):
+    """The file's gpu.modules cut straight from its text, when that is as exact as normalising it with mlir-opt
+    (see `Scan.direct`). Each piece is the file's aliases, the module at its column, and what follows the top
+    module (location aliases, the resource trailer),
+    so `mlir-translate` alone parses, verifies and translates it; each remembers its line for messages. Pieces
+    hold no debug information (the scan declines that: their line numbers are not the file's). Else None, also
+    when the text names an attribute or type of a dialect mlir-translate does not load: it takes those as
+    opaque (see mlirtools), so mlir-opt reads the file first and refuses them where they are wrong."""
+    try:
+        scan = scan_file(path)
+        if not scan.direct:
+            return None
+        text, _digest = read_text(path)
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return None
+    prelude, suffix = text[: scan.prelude_end], text[scan.suffix_start :].strip()
+    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix):
+        return None
+    pieces, line, counted = [], 1, 0
+    for module in scan.modules:
+        line += text.count("\n", counted, module.start)
+        counted = module.start
+        column = module.start - (text.rfind("\n", 0, module.start) + 1)
+        piece = prelude + " " * column + text[module.start : module.end] + "\n" + suffix + "\n"
+        pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, direct=True))
+    return sources.Source(path, pieces)

@@ -1,0 +1,176 @@
+"""The stage table: one ordered list of the stages of a job, in upstream `ModuleToObject::run` order.
+
+Each stage is a function from the previous stage's output to its own, named after the dump it produces:
+
+    initial.ll  mlir-translate's LLVM IR (as the target's serializer amends it), parsed; triple and data
+                layout from the target machine
+    linked.ll   the target's pre-link step, then its libraries linked only-needed and internalized
+    opt.ll      LLVM's default pipeline at the target's O level
+    isa         the target's assembly (PTX, AMDGCN, SPIR-V text)
+    binary      the target's serializer (cubin + fatbin, hsaco, spv); skipped for format=isa
+
+The same table drives the pipeline (mlirgpu.pipeline.driver), the dump names (mlirgpu.pipeline.planning, which the SCons emitter
+and `list-outputs` use), the docs and the tests, so they cannot drift. Targets own what differs (mlirgpu.targets):
+the stages only call their hooks. The LLVM work is imported when a stage runs (in a worker), so reading the table
+costs a build tool nothing.
+
+Each stage also says what, besides its input, shapes its output (`context`: the stage cache's key is the input's
+hash and these), and how its output is stored (`save`) and read back (`restore`) by the stage cache.
+"""
+import os
+from dataclasses import dataclass
+
+from ..llvm import toolchain
+from ..errors import CompileError
+from ..compile_options import hint
+from ..version import __version__
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """The `isa` stage's output: the assembly text (the dump) and the module it came from (a serializer may
+    emit the binary from the module, as a SPIR-V serializer does)."""
+
+    text: str
+    module: object
+
+    def __str__(self):
+        return self.text
+
+
+def amend_translation(job, llvm_ir):
+    """The translated LLVM IR the `initial.ll` stage parses: as the target's serializer, and those of targets
+    listed before it on the module, change the gpu.module before translating it (upstream changes it in place)."""
+    targets = job.module.targets
+    for earlier in targets[: targets.index(job.attr) + 1]:
+        llvm_ir = earlier.target.edit_translation(job.module, llvm_ir)
+    return llvm_ir
+
+
+def _initial(compile_, job, llvm_ir):
+    from ..llvm import ops as llvm_ops
+
+    attr = job.attr
+    cpu, features = job.target.machine_cpu(attr)
+    return llvm_ops.parse(llvm_ir, attr.triple, cpu, features, attr.opt_level)
+
+
+def _linked(compile_, job, module):
+    from ..llvm import ops as llvm_ops
+
+    job.target.pre_link(job, module)
+    libraries = job.target.libraries(job, module, compile_.options)
+    for library in libraries:
+        if not os.path.isfile(library.path):
+            problem = "is not a regular file" if os.path.exists(library.path) else "does not exist"
+            raise CompileError(f"bitcode library '{library.path}' {problem}", file=job.source, line=job.module.line,
+                               fix=f"fix the {hint('link_libs')} / link=[...] path")
+    compile_.dependencies += [library.path for library in libraries]
+    return llvm_ops.link(module, [library.as_args() for library in libraries])
+
+
+def _opt(compile_, job, module):
+    from ..llvm import ops as llvm_ops
+
+    return llvm_ops.optimize(module, job.opt_level)
+
+
+def _isa(compile_, job, module):
+    from ..llvm import ops as llvm_ops
+
+    return Assembly(llvm_ops.emit_assembly(module, job.target.isolated_codegen), module)
+
+
+def _binary(compile_, job, assembly):
+    return job.target.serialize(job, assembly, compile_.options, compile_.scratch)
+
+
+# What shapes each stage's output besides its input (the stage cache's keys). Every stage: this package and the
+# LLVM the stages run in, the target, its attribute as written, the chip and O level; then per stage below.
+
+# What a stage's stored output holds; raised when that changes (the binary stage began keeping its tools' log),
+# so entries of an earlier layout are never restored as this one's.
+OUTPUT_LAYOUT = 2
+
+
+def _machine(compile_, job):
+    cpu, features = job.target.machine_cpu(job.attr)
+    return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), job.target.name, job.attr.text, job.chip,
+            job.opt_level, job.attr.triple, cpu, features]
+
+
+def _link_context(compile_, job):
+    """The libraries the target may link for this job (their contents; which ones it links depends on the
+    module, which is the input), in its order."""
+    return _machine(compile_, job) + [[path, toolchain.file_digest(path)]
+                                      for path in job.target.library_inputs(job, compile_.options)]
+
+
+def _binary_context(compile_, job):
+    """The format, the serializer's options and the identities of its tools."""
+    options = compile_.options
+    return _machine(compile_, job) + [options.format, options.opts] + \
+        [toolchain.identity(tool) for tool in job.target.tools(options)]
+
+
+def _save_text(output):
+    return str(output).encode("utf-8")
+
+
+def _restore_text(payload):
+    return payload.decode("utf-8")
+
+
+def _restore_assembly(payload):
+    return Assembly(payload.decode("utf-8"), None)
+
+
+def _save_binaries(output):
+    from ..cache.stagecache import pack
+
+    return pack(output)
+
+
+def _restore_binaries(payload):
+    from ..cache.stagecache import unpack
+
+    return unpack(payload)
+
+
+@dataclass(frozen=True)
+class Stage:
+    suffix: str  # the dump's suffix; for `binary`, the target names its files (binary_suffixes)
+    run: object  # (compile, job, previous output) -> output
+    upstream: str  # the counterpart in upstream's ModuleToObject, for the docs
+    context: object  # (compile, job) -> list: what shapes the output besides the input
+    save: object = _save_text  # output -> bytes, as the stage cache stores it (and its hash keys the next stage)
+    restore: object = _restore_text  # bytes -> the output as later stages and dumps take it
+
+
+STAGES = (
+    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple", _machine),
+    Stage("linked.ll", _linked, "handleModulePreLink, loadBitcodeFiles, linkFiles", _link_context),
+    Stage("opt.ll", _opt, "optimizeModule", _machine),
+    Stage("isa", _isa, "translateToISA", _machine, restore=_restore_assembly),
+    Stage("binary", _binary, "compileToBinary / moduleToObject", _binary_context, _save_binaries,
+          _restore_binaries),
+)
+BINARY = "binary"
+
+
+def for_format(fmt):
+    """The stages a job runs for output format `fmt` (no serializer for `isa`)."""
+    return [stage for stage in STAGES if stage.suffix != BINARY or fmt != "isa"]
+
+
+def binary_dumps(target, fmt):
+    """The binary stage's files: the target's binaries for the format, and its tools' log where it keeps one."""
+    return list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
+
+
+def dump_suffixes(target, fmt):
+    """The dump suffixes one job writes, in stage order."""
+    suffixes = []
+    for stage in for_format(fmt):
+        suffixes += binary_dumps(target, fmt) if stage.suffix == BINARY else [stage.suffix]
+    return suffixes
