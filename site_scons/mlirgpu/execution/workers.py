@@ -41,6 +41,7 @@ from ..llvm import process
 from ..errors import CompileError, InternalError
 from ..llvm.process import passed_fds
 from ..llvm.toolchain import LLVM_MAJOR
+from ..pipeline.translation import Translated
 from ..version import PACKAGE
 
 _HEADER = struct.Struct("<Q")
@@ -62,9 +63,9 @@ def _receive(stream):
 
 
 class AskCaller:
-    """An argument a worker gets from its caller only when the entry point asks for it: the entry point receives a
-    function, and calling it asks the caller, whose `answer` gives the value (a build's translation of a source,
-    which a compile whose entry is cached never needs)."""
+    """A translator argument the worker gets from its caller only when the compile translates: the entry point
+    receives a pipeline Translated translator whose `given()` asks the caller, whose `answer` gives the value (a
+    build's translation of a source, which a compile whose entry is cached never needs)."""
 
 
 def _answered(answer):
@@ -657,7 +658,7 @@ def _serve(protocol_in, protocol_out, entry_points):
             toolchain.forget()
         try:
             os.chdir(cwd)
-            args = [ask if isinstance(arg, AskCaller) else arg for arg in args]
+            args = [Translated(ask) if isinstance(arg, AskCaller) else arg for arg in args]
             with process.taken(umask, limits):  # the caller's: a worker outlives its callers (a server's clients)
                 reply = ("ok", entry_points[function](*args, report=report))
         except CompileError as exc:

@@ -22,8 +22,7 @@ def compile_to_object(source, output, options, pretranslated=None, environment=N
     `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once, or a
     function giving it (or None), called only if the compile translates (its compile entry is not cached)."""
     check_options(source, options)
-    answer = pretranslated if callable(pretranslated) else None
+    answer = pretranslated if callable(pretranslated) or pretranslated is None else (lambda: pretranslated)
     with workers.lease() as worker:
-        return worker.call("compile_to_object", source, output, options,
-                           workers.AskCaller() if answer else pretranslated, what=source, where=(source, None),
-                           environ=environment, answer=answer)
+        return worker.call("compile_to_object", source, output, options, workers.AskCaller() if answer else None,
+                           what=source, where=(source, None), environ=environment, answer=answer)

@@ -32,12 +32,13 @@ from .embed import Embedded
 from ..errors import CompileError, CompileWarning
 from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
 from ..util.mlirtext import SYMBOL, hex_escaped
-from ..llvm.mlirtools import run_mlir_tool, translate_pieces
+from ..llvm.mlirtools import run_mlir_tool
 from ..util.naming import c_name
 from ..compile_options import hint
 from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, container_dump, fat_container, plan,
                        planned_dumps)
-from .scan import direct_source, pieces_key
+from .scan import direct_source
+from .translation import OWN
 
 
 @dataclass
@@ -319,22 +320,21 @@ def _no_report(what, where):
     """The default progress callback: nobody is told."""
 
 
-def compile_source(source, options, output=None, pretranslated=None, report=None):
+def compile_source(source, options, output=None, translator=None, report=None):
     """Compile every gpu.module of `source` in this process; the CompileResult (with tool statistics).
 
     `output`: the object's path, when one is written (checked against the other outputs before any work).
-    `pretranslated`: this source's entry of batch.translate_many, when a build translated several at once (or a
-    function giving it, called only if the compile translates)."""
+    `translator`: where the modules' LLVM IR comes from (mlirgpu.pipeline.translation; default: mlir-translate)."""
     token = process.tool_stats.set({})
     try:
-        result = _compile(source, options, output, pretranslated, report or _no_report)
+        result = _compile(source, options, output, translator or OWN, report or _no_report)
         result.tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
     return result
 
 
-def _compile(source, options, output, pretranslated, report):
+def _compile(source, options, output, translator, report):
     options = check_options(source, options)
     compile_wall, compile_begun = time.time(), time.perf_counter()
     timings = {}
@@ -359,11 +359,10 @@ def _compile(source, options, output, pretranslated, report):
                 warnings += _no_kernel_warnings(loaded.modules, entry.absent, source)
                 warnings += sources.unpassed_parameter_warnings(loaded.modules, source)
                 outputs, binaries, obj = _replay(compile_, loaded, jobs, entry, dumps)
-                caller_tools = []
                 timings["cached"] = time.perf_counter() - started
             else:
-                loaded, jobs, outputs, binaries, obj, caller_tools = _run_middle(compile_, loaded, jobs, pretranslated,
-                                                                              dumps, warnings, timings, entry_key)
+                loaded, jobs, outputs, binaries, obj = _run_middle(compile_, loaded, jobs, translator, dumps, warnings,
+                                                                   timings, entry_key)
         finally:
             if compile_.cache:
                 compile_.cache.flush()
@@ -379,7 +378,7 @@ def _compile(source, options, output, pretranslated, report):
         dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
                              compile_.substituted, commands, logs))
         timings["dumps"] = dumps.seconds
-    dependencies = [source] + _dependencies(compile_, jobs, caller_tools) + [toolchain.llvmlite_library()]
+    dependencies = [source] + _dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
     events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
         compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
@@ -396,27 +395,20 @@ def _entry_key(compile_, loaded, jobs):
         return None
 
 
-def _translate(source, loaded, jobs, options, pretranslated):
-    """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, tools run by the caller, whether the modules
-    are those given). A module cut straight from the file that does not translate is read again through mlir-opt,
-    which reports the error at its exact place (or gives the modules that translate)."""
+def _translate(source, loaded, jobs, options, translator):
+    """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, whether the modules are those given). The
+    caller's translator serves modules cut straight from the file (what a caller translates ahead); such a module
+    that does not translate is read again through mlir-opt, which reports the error at its exact place (or gives
+    the modules that translate)."""
+    direct = loaded.modules[0].direct
     try:
-        if callable(pretranslated) and loaded.modules[0].direct:
-            pretranslated = pretranslated()  # the caller's batch translation, asked for only now that it is needed
-        if pretranslated and loaded.modules[0].direct and pretranslated[0] == pieces_key(loaded.modules):
-            # translated by the caller (with other sources), from these very pieces
-            return loaded, jobs, pretranslated[1], [toolchain.llvm_tool("mlir-translate")], True
-        return loaded, jobs, _translate_modules(loaded, source), [], True
+        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules), True
     except CompileError:
-        if not loaded.modules[0].direct:
+        if not direct:
             raise
     loaded = sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
-    return loaded, jobs, _translate_modules(loaded, source), [], False
-
-
-def _translate_modules(loaded, source):
-    return dict(zip((m.name for m in loaded.modules), translate_pieces([m.text for m in loaded.modules], source)))
+    return loaded, jobs, OWN.translate(source, loaded.modules), False
 
 
 def _no_kernel_warnings(modules, absent, source):
@@ -424,13 +416,13 @@ def _no_kernel_warnings(modules, absent, source):
                            line=module.line) for module in modules if module.name in absent]
 
 
-def _run_middle(compile_, loaded, jobs, pretranslated, dumps, warnings, timings, entry_key):
+def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, entry_key):
     """Translate, run every job's stages, embed the binaries and emit the host object (dumps as they come);
     stored as a compile entry under `entry_key` when there is one. (loaded, jobs, outputs, binaries, object
-    bytes, tools the caller ran)."""
+    bytes)."""
     source, options = compile_.source, compile_.options
     started = time.perf_counter()
-    loaded, jobs, llvm_irs, caller_tools, same = _translate(source, loaded, jobs, options, pretranslated)
+    loaded, jobs, llvm_irs, same = _translate(source, loaded, jobs, options, translator)
     timings["translate"] = time.perf_counter() - started
     warnings += _own_target_warnings(loaded.modules, options, source)
     absent = [module.name for module in loaded.modules
@@ -452,7 +444,7 @@ def _run_middle(compile_, loaded, jobs, pretranslated, dumps, warnings, timings,
     timings.update(compile_.timings)
     if entry_key and same:
         compile_.cache.put(entry_key, compileentry.pack(jobs, compile_.payloads, binaries, absent, obj, host))
-    return loaded, jobs, outputs, binaries, obj, caller_tools
+    return loaded, jobs, outputs, binaries, obj
 
 
 def _host_object(compile_, loaded, binaries, host):
@@ -496,12 +488,12 @@ def _replay(compile_, loaded, jobs, entry, dumps):
     return outputs, entry.embedded, entry.object_bytes
 
 
-def _dependencies(compile_, jobs, caller_tools):
+def _dependencies(compile_, jobs):
     """The files besides the source that may shape the outputs: every library the jobs' link stages may read and
     every tool of their targets, besides those the stages did read and run (a build tool must rebuild when one
     changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""
     libraries = set(compile_.dependencies)
-    tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()} | set(caller_tools)
+    tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()}
     tools.update(toolchain.found(*(lambda name=name: toolchain.llvm_tool(name)
                                    for name in ("mlir-opt", "mlir-translate"))))  # a missing one is no input
     for job in jobs:
@@ -571,12 +563,12 @@ def make_depfile(output, dependencies):
     return escape(output) + ": " + " \\\n  ".join(escape(path) for path in dependencies) + "\n"
 
 
-def compile_to_object(source, output, options, pretranslated=None, report=None):
+def compile_to_object(source, output, options, translator=None, report=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
     atomically; the CompileResult without the object's bytes."""
     started, wall = time.perf_counter(), time.time()
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
-    result = compile_source(source, options, output, pretranslated, report)
+    result = compile_source(source, options, output, translator, report)
     write_atomic(output, result.object_bytes)
     if options.header:  # unchanged text keeps its time: the C files including it are not recompiled
         write_if_changed(options.header, result.header)
