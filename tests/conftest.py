@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from mlirgpu.llvm import toolchain  # noqa: E402
+from needs import check_marks, have, missing  # noqa: E402, F401 - have and missing: for the test files
 from mlirgpu.targets.cuda import cuda_toolkit
 from mlirgpu.targets.rocm import rocm_toolkit
 
@@ -28,11 +29,15 @@ atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 os.environ["MLIRGPU_SERVER"] = "off"
 
 
+def pytest_runtest_setup(item):
+    check_marks(item)  # tools a test needs (tests/needs.py)
+
+
 @pytest.fixture(scope="session")
 def cuda_root():
     root = cuda_toolkit()
     if not root:
-        pytest.fail("no CUDA toolkit: tools/bootstrap installs it (pip install 'scons-mlir-gpu[cuda]')")
+        missing("a CUDA toolkit", "tools/bootstrap installs one (pip install 'scons-mlir-gpu[cuda]')")
     return root
 
 
@@ -41,7 +46,7 @@ def rocm_root(tmp_path_factory):
     """A ROCm-shaped root for upstream mlir-opt, which wants <root>/amdgcn/bitcode and <root>/llvm/bin/ld.lld."""
     libs = rocm_toolkit()
     if not libs:
-        pytest.fail("no ROCm device libraries: tools/bootstrap installs them (Debian package rocm-device-libs)")
+        missing("the ROCm device libraries", "tools/bootstrap installs them (Debian package rocm-device-libs)")
     root = tmp_path_factory.mktemp("rocm")
     os.symlink(os.path.join(libs, "amdgcn"), root / "amdgcn")
     (root / "llvm" / "bin").mkdir(parents=True)
@@ -89,10 +94,6 @@ def neutral_targets(path, default=("nvvm", "rocdl", "xevm")):
     return default
 
 
-def have(program):
-    return shutil.which(program) is not None
-
-
 @pytest.fixture(params=["in-process", "served"])
 def served(request):
     """Environment variables for a command run in its own process, or through a compile server of this test's
@@ -113,7 +114,7 @@ def served(request):
 
 TIERS = {
     "unit": ("test_architecture", "test_bootstrap", "test_docs_reference", "test_header_c", "test_scan",
-             "test_toolchain", "test_compiler_log", "test_trace", "test_fuzz", "test_records"),
+             "test_toolchain", "test_compiler_log", "test_trace", "test_fuzz", "test_records", "test_tiers"),
     "build": ("test_scons", "test_repository", "test_meson", "test_cmake", "test_wheel", "test_drop_in",
               "test_host_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
               "test_truthful_refusals", "test_bench_smoke"),

@@ -12,17 +12,13 @@ import time
 
 import pytest
 
-from conftest import ROOT, have
+from conftest import ROOT
 from mlirgpu.llvm import toolchain
 
 EXAMPLE = os.path.join(ROOT, "examples", "cmake")
 GENERATORS = ["Ninja", "Unix Makefiles"]
 
-@pytest.fixture(autouse=True)
-def _cmake_installed():
-    """cmake is a tool this machine can install (`./dev test` does): missing, the tests fail and say so."""
-    if not have("cmake"):
-        pytest.fail("no cmake: ./dev test installs it (Debian packages cmake and ninja-build)")
+pytestmark = pytest.mark.needs("cmake", "./dev test installs it (Debian packages cmake and ninja-build)")
 
 
 def cmake_dir():

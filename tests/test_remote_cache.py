@@ -18,7 +18,7 @@ from conftest import CORPUS, instantiate
 from sconsutil import SCONS, make_project
 
 REDIS = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is installed by tools/bootstrap")
+pytestmark = pytest.mark.needs("redis-server", "tools/bootstrap test installs it (Debian package redis-server)")
 
 
 def _free_port():

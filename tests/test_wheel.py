@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, have
+from conftest import ROOT
 
 EXAMPLE = os.path.join(ROOT, "examples", "cmake")
 SCONSTRUCT = """\
@@ -76,8 +76,8 @@ def test_a_pip_user_builds_an_scons_project(installed, tmp_path):
     assert "up to date" in again.stdout, again.stdout + again.stderr
 
 
+@pytest.mark.needs("cmake", "./dev test installs it (Debian packages cmake and ninja-build)")
 def test_a_pip_user_builds_a_cmake_project(installed, tmp_path):
-    assert have("cmake"), "no cmake: ./dev test installs it (Debian packages cmake and ninja-build)"
     env = clean_environment(installed)
     found = subprocess.run([str(installed / "bin" / "mlirgpu"), "--cmake-dir"], capture_output=True, text=True,
                            env=env, check=True).stdout.strip()

@@ -13,8 +13,7 @@ from conftest import CORPUS, instantiate
 from mlirgpu import CompileError, CompileOptions, compile_file
 from mlirgpu.llvm import toolchain
 
-pytestmark = pytest.mark.skipif(subprocess.run(["which", "spirv-val"], capture_output=True).returncode != 0,
-                                reason="spirv-val (Debian spirv-tools) is not installed: run tools/bootstrap")
+pytestmark = pytest.mark.needs("spirv-val", "tools/bootstrap installs it (Debian package spirv-tools)")
 
 KERNEL = """\
 module attributes {{gpu.container_module}} {{
