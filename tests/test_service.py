@@ -519,7 +519,7 @@ def test_server_commands(tmp_path, server_env):
 
 def test_an_edit_in_any_subpackage_changes_the_server_and_dask_fingerprints(tmp_path):
     """The compile server is replaced, and Dask workers are matched, by fingerprints of the package's code: both
-    walk every subpackage at any depth (one helper, version.code_folders), so a module added in a new nested
+    walk every subpackage at any depth (one helper, version.code_files), so a module added in a new nested
     subpackage counts as soon as it exists and every edit of it changes both."""
     copy = tmp_path / "pkg"
     shutil.copytree(os.path.join(PACKAGE_ROOT, "mlirgpu"), copy / "mlirgpu",

@@ -36,7 +36,7 @@ from ..cache import store
 from ..llvm import toolchain
 from ..errors import CompileError, CompileWarning
 from ..util.fsutil import read_source, write_atomic
-from ..version import PACKAGE, __version__, code_folders
+from ..version import PACKAGE, __version__, code_files
 
 VARIABLE = "MLIRGPU_EXECUTOR"
 SCHEME = "dask://"
@@ -73,11 +73,10 @@ def wait_seconds():
 
 def _package_digest():
     hasher = hashlib.sha256()
-    for folder in code_folders():
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                relative = os.path.relpath(os.path.join(folder, name), PACKAGE)
-                hasher.update(relative.encode() + b"\0" + toolchain.file_digest(os.path.join(folder, name)).encode())
+    for folder, names in code_files().items():
+        for name in names:
+            path = os.path.join(folder, name)
+            hasher.update(os.path.relpath(path, PACKAGE).encode() + b"\0" + toolchain.file_digest(path).encode())
     return hasher.hexdigest()
 
 
