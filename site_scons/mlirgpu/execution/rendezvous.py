@@ -144,35 +144,6 @@ def fingerprint_of(inputs):
     return f"{zlib.crc32(chr(1).join(parts).encode()):08x}"
 
 
-def write_card(directory):
-    """Write the server's card beside its socket: its fingerprint and the files it is made of, so a client that
-    cannot compute the fingerprint (the native launcher, mlirgpu/launcher.c) can check it by their names, sizes
-    and times. Returns the fingerprint."""
-    inputs = fingerprint_inputs()
-    folders, library = inputs
-    made = fingerprint_of(inputs)
-    lines = ["mlirgpu-card 1", f"F {made}"]
-    for folder, files in folders.items():
-        lines.append(f"D {folder}")
-        lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
-    lines.append(f"L {library[1]} {library[2]} {library[0]}" if library else "L none")
-    path = card_path(directory)
-    partial = f"{path}.{os.getpid()}"
-    try:
-        os.unlink(partial)  # anything of that name is not ours: written anew, never through a planted link
-    except FileNotFoundError:
-        pass
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with open(fd, "w", encoding="utf-8") as card:  # whole or absent for a reader
-        card.write("\n".join(lines) + "\n")
-    os.replace(partial, path)
-    return made
-
-
-def card_path(directory):
-    return socket_path(directory)[: -len(".sock")] + ".card"
-
-
 def timeout():
     """Seconds a client waits for a server to start or to take a request (`$MLIRGPU_SERVER_TIMEOUT`, at least
     0.1 and at most a day: `inf` waits a day); a value that is no number of seconds (nan, negative, a word) is

@@ -47,7 +47,7 @@ import time
 
 from ..execution import forkserver, rendezvous, served_tools
 from ..llvm import process
-from . import runner
+from . import launcher, runner
 from ..llvm.process import passed_fds
 
 MAX_IDLE_RUNNERS = max(2, os.cpu_count() or 2)  # a runner beyond these ends once its command ended
@@ -125,7 +125,7 @@ class Server:
             os.chmod(self.path, 0o600)
             listener.listen(64)
             self.inode = os.stat(self.path).st_ino
-            self.fingerprint = rendezvous.write_card(self.directory)  # for the native launcher (launcher.c)
+            self.fingerprint = launcher.write_card(self.directory)  # for the native launcher (launcher.c)
         self.listener = listener
         return True
 
