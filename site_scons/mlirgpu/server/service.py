@@ -147,28 +147,19 @@ class Server:
         gc.freeze()  # the collections of forked commands then leave these objects' pages shared with the server
 
     def _start_forkservers(self):
-        """Find the tools a fork server can keep loaded (dynamically linked programs: not a wrapper script),
-        build the fork servers' library and start mlir-translate's, which nearly every compile runs. Where the
-        library cannot be built (no C compiler), prestarted mlir-translates serve instead."""
-        from ..llvm import toolchain
-        from ..errors import CompileError
-
-        self.loadable = set()
-        for tool in forkserver.TOOLS:
-            try:
-                program = os.path.realpath(toolchain.llvm_tool(tool))
-            except CompileError:
-                continue
-            if forkserver.is_dynamic_program(program):
-                self.loadable.add(program)
+        """Find the tools a fork server can keep loaded (forkserver.loadable), build the fork servers' library
+        and start mlir-translate's, which nearly every compile runs. Where the library cannot be built (no C
+        compiler), prestarted mlir-translates serve instead."""
+        found = forkserver.loadable()
+        self.loadable = set(found.values())
         if not self.loadable:
             return
         self.preload, reason = forkserver.library(self.directory)
         if self.preload is None:
             print(f"mlirgpu server: tools start per run: {reason}", file=sys.stderr, flush=True)
             return
-        with contextlib.suppress(CompileError):
-            self._forkserver(os.path.realpath(toolchain.llvm_tool("mlir-translate")))
+        if "mlir-translate" in found:
+            self._forkserver(found["mlir-translate"])
 
     def _forkserver(self, program):
         """The fork server of `program`, started now if it was not (None until it is, or if it cannot be)."""
