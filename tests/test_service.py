@@ -526,8 +526,8 @@ def test_an_edit_in_any_subpackage_changes_the_server_and_dask_fingerprints(tmp_
                     ignore=shutil.ignore_patterns("__pycache__"))
     nested = copy / "mlirgpu" / "extra" / "deeper"
     nested.mkdir(parents=True)
-    probe = ("from mlirgpu.execution import dask as distributed, rendezvous\n"
-             "print(rendezvous.fingerprint(), distributed._package_digest())\n")
+    probe = ("from mlirgpu.execution import dask_fingerprint, rendezvous\n"
+             "print(rendezvous.fingerprint(), dask_fingerprint.package_digest())\n")
 
     def fingerprints():
         run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,

@@ -1,6 +1,6 @@
 """The package's version (part of every signature and record: a new version rebuilds) and what an installation
 is made of besides it: the package's Python files and llvmlite's LLVM library. The compile server's fingerprint
-(mlirgpu.execution.rendezvous: sizes and times) and the Dask workers' (mlirgpu.execution.dask: contents)
+(mlirgpu.execution.rendezvous: sizes and times) and the Dask workers' (mlirgpu.execution.dask_fingerprint: contents)
 are made of these; every `mlirgpu compile` computes the first, so this module imports nothing."""
 import os
 import sys
