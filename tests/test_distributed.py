@@ -190,6 +190,37 @@ def _free_port():
         return probe.getsockname()[1]
 
 
+def test_an_edit_in_any_subpackage_changes_the_dask_worker_fingerprint(tmp_path):
+    """A worker (`mlirgpu worker`) running a copy of the package has the client's fingerprint, as the client
+    asks the cluster for it, until a module in a nested subpackage of the copy is edited: then it has another,
+    whichever toolkit the client names, and no job of the client's is sent to it."""
+    import shutil
+
+    from distributed import Client, LocalCluster
+
+    from mlirgpu.execution import dask_fingerprint
+
+    copy = tmp_path / "install"
+    shutil.copytree(os.path.join(SITE, "mlirgpu"), copy / "mlirgpu", ignore=shutil.ignore_patterns("__pycache__"))
+    ours = dask_fingerprint.worker_fingerprint()
+    with LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None) as scheduler_only, \
+            Client(scheduler_only, set_as_default=False) as client:
+        worker = subprocess.Popen([sys.executable, "-m", "mlirgpu", "worker", scheduler_only.scheduler_address,
+                                   "--nthreads", "1", "--host", "127.0.0.1"],
+                                  env=dict(_env(), PYTHONPATH=str(copy)), stderr=subprocess.DEVNULL)
+        try:
+            client.wait_for_workers(1, timeout=60)
+            (before,) = client.run(dask_fingerprint.worker_fingerprint).values()
+            module = copy / "mlirgpu" / "pipeline" / "driver.py"
+            module.write_text(module.read_text() + "\n# an edit\n")
+            (after,) = client.run(dask_fingerprint.worker_fingerprint).values()
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    assert before == ours
+    assert after.keys() == ours.keys() and all(after[kind] != ours[kind] for kind in ours)
+
+
 def test_an_unreachable_scheduler_costs_one_warning_per_build(tmp_path):
     project = make_project(tmp_path / "p")
     url = f"dask://127.0.0.1:{_free_port()}"

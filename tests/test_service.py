@@ -219,7 +219,10 @@ def test_without_a_c_compiler_the_server_prestarts_mlir_translate(tmp_path, serv
     assert "tools start per run: false failed on forkserver.c" in log
 
 
-def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
+@pytest.mark.parametrize("edited", ["version.py", "pipeline/driver.py", "frontends/scons/tool.py"])
+def test_a_server_of_an_edited_installation_is_replaced(tmp_path, edited):
+    """An edit of a module of the package, at its top or in a subpackage at any depth: the next compile is
+    served by a new server (the running one, of the old code, is replaced and ends)."""
     package = tmp_path / "install"
     shutil.copytree(PACKAGE_ROOT, package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(_server_env(tmp_path), PYTHONPATH=str(package))
@@ -228,12 +231,13 @@ def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
         assert mlirgpu("compile", source, "-o", str(tmp_path / "a.o"), env=env).returncode == 0
         first, _ = status(env)
         assert first
-        version = package / "mlirgpu" / "version.py"
-        version.write_text(version.read_text() + "\n# an upgrade\n")
+        module = package / "mlirgpu" / edited
+        module.write_text(module.read_text() + "\n# an edit\n")
         run = mlirgpu("compile", source, "-o", str(tmp_path / "b.o"), env=env)
         assert run.returncode == 0 and run.stderr == ""
         second, served = status(env)
-        assert second and second != first and served[0] == 1
+        assert second and second != first and served[0] == 1  # the new server served the compile
+        assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
         deadline = time.monotonic() + 10
         while _running(first) and time.monotonic() < deadline:
             time.sleep(0.1)
