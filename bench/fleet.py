@@ -142,7 +142,7 @@ def _cluster(workers, env):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.execution.dask"],
+                           dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.execution.dask_worker"],
                            env=env)
     return cluster, Client(cluster, set_as_default=False)
 

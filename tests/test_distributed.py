@@ -27,14 +27,14 @@ from fleet import comparable  # noqa: E402
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A scheduler and two worker processes with a stage cache of their own (the client's cache never serves
-    their compiles), as `mlirgpu worker` configures them (mlirgpu.execution.dask preloaded)."""
+    their compiles), as `mlirgpu worker` configures them (mlirgpu.execution.dask_worker preloaded)."""
     from distributed import Client, LocalCluster
 
     worker_cache = str(tmp_path_factory.mktemp("worker-cache"))
     env = {"MLIRGPU_CACHE_DIR": worker_cache, "PYTHONPATH": SITE, "MLIRGPU_SERVER": "off"}
     local = LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1",
-                         dashboard_address=None, worker_dashboard_address=None, preload=["mlirgpu.execution.dask"],
-                         env=env)
+                         dashboard_address=None, worker_dashboard_address=None,
+                         preload=["mlirgpu.execution.dask_worker"], env=env)
     client = Client(local, set_as_default=False)
     yield local, client, "dask://" + local.scheduler_address[len("tcp://"):]
     client.close()
@@ -148,7 +148,7 @@ def _odd_toolchain(folder):
 def test_a_worker_of_another_toolchain_is_refused(tmp_path, cluster):
     from distributed import Client, LocalCluster
 
-    from mlirgpu.execution import dask as ours
+    from mlirgpu.execution import dask_fingerprint, dask_worker
 
     with LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None) as scheduler_only, \
             Client(scheduler_only, set_as_default=False) as client:
@@ -159,13 +159,13 @@ def test_a_worker_of_another_toolchain_is_refused(tmp_path, cluster):
                                   stderr=subprocess.PIPE, text=True)
         try:
             client.wait_for_workers(1, timeout=60)
-            theirs = [fps[""] for fps in client.run(ours.worker_fingerprint).values()]
-            assert theirs and theirs[0] != ours.fingerprint()
+            theirs = [fps[""] for fps in client.run(dask_fingerprint.worker_fingerprint).values()]
+            assert theirs and theirs[0] != dask_fingerprint.fingerprint()
             # The worker itself refuses a job of another fingerprint.
-            job = {"fingerprint": ours.fingerprint(), "toolkit_of": "", "argv": [], "inputs": {}, "cwd": ".",
+            job = {"fingerprint": dask_fingerprint.fingerprint(), "toolkit_of": "", "argv": [], "inputs": {}, "cwd": ".",
                    "folders": [], "source": "k.mlir"}
-            with pytest.raises(ours.Refused):
-                client.submit(ours.run_job, job, pure=False).result(timeout=60)
+            with pytest.raises(dask_worker.Refused):
+                client.submit(dask_worker.run_job, job, pure=False).result(timeout=60)
             # A build sends it nothing: it compiles here, says why once, and writes what a local build writes.
             source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
             url = "dask://" + scheduler_only.scheduler_address[len("tcp://"):]
@@ -188,6 +188,37 @@ def _free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def test_an_edit_in_any_subpackage_changes_the_dask_worker_fingerprint(tmp_path):
+    """A worker (`mlirgpu worker`) running a copy of the package has the client's fingerprint, as the client
+    asks the cluster for it, until a module in a nested subpackage of the copy is edited: then it has another,
+    whichever toolkit the client names, and no job of the client's is sent to it."""
+    import shutil
+
+    from distributed import Client, LocalCluster
+
+    from mlirgpu.execution import dask_fingerprint
+
+    copy = tmp_path / "install"
+    shutil.copytree(os.path.join(SITE, "mlirgpu"), copy / "mlirgpu", ignore=shutil.ignore_patterns("__pycache__"))
+    ours = dask_fingerprint.worker_fingerprint()
+    with LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None) as scheduler_only, \
+            Client(scheduler_only, set_as_default=False) as client:
+        worker = subprocess.Popen([sys.executable, "-m", "mlirgpu", "worker", scheduler_only.scheduler_address,
+                                   "--nthreads", "1", "--host", "127.0.0.1"],
+                                  env=dict(_env(), PYTHONPATH=str(copy)), stderr=subprocess.DEVNULL)
+        try:
+            client.wait_for_workers(1, timeout=60)
+            (before,) = client.run(dask_fingerprint.worker_fingerprint).values()
+            module = copy / "mlirgpu" / "pipeline" / "driver.py"
+            module.write_text(module.read_text() + "\n# an edit\n")
+            (after,) = client.run(dask_fingerprint.worker_fingerprint).values()
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    assert before == ours
+    assert after.keys() == ours.keys() and all(after[kind] != ours[kind] for kind in ours)
 
 
 def test_an_unreachable_scheduler_costs_one_warning_per_build(tmp_path):
@@ -317,15 +348,15 @@ def test_a_toolkit_named_by_path_becomes_the_workers_own(tmp_path, cluster, cuda
         assert (tmp_path / f"{name}-remote.o").read_bytes() == (tmp_path / f"{name}-local.o").read_bytes()
 
 
-HOSTILE_WORKER = '''"""A worker preload for the tests: mlirgpu.execution.dask.run_job replaced by one that answers as the file named
-by $MLIRGPU_TEST_HOSTILE says (the client's pickled reference to run_job resolves to this one here)."""
+HOSTILE_WORKER = '''"""A worker preload for the tests: mlirgpu.execution.dask_worker.run_job replaced by one that answers
+as the file named by $MLIRGPU_TEST_HOSTILE says (the client's pickled reference to run_job resolves to this one here)."""
 import os
 import signal
 import time
 
-from mlirgpu.execution import dask as distributed
+from mlirgpu.execution import dask_worker
 
-honest = distributed.__dict__.setdefault("honest_run_job", distributed.run_job)  # preloads may run twice
+honest = dask_worker.__dict__.setdefault("honest_run_job", dask_worker.run_job)  # preloads may run twice
 
 
 def run_job(job):
@@ -358,7 +389,7 @@ def run_job(job):
     return answer
 
 
-distributed.run_job = run_job
+dask_worker.run_job = run_job
 '''
 
 
@@ -376,7 +407,7 @@ def hostile(tmp_path_factory):
            "MLIRGPU_TEST_HOSTILE": str(mode)}
     local = LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
                          dashboard_address=None, worker_dashboard_address=None,
-                         preload=["mlirgpu.execution.dask", str(folder / "hostile_worker.py")], env=env)
+                         preload=["mlirgpu.execution.dask_worker", str(folder / "hostile_worker.py")], env=env)
     client = Client(local, set_as_default=False)
     yield client, "dask://" + local.scheduler_address[len("tcp://"):], mode
     client.close()

@@ -183,6 +183,23 @@ def test_only_dynamically_linked_programs_are_served(tmp_path, built):
     assert not forkserver.is_dynamic_program(str(tmp_path / "missing"))
 
 
+def test_the_loadable_tools_are_the_dynamically_linked_programs_found(tmp_path, monkeypatch):
+    """What the compile server (and a worker no server supplies) keeps fork servers of: each tool found that is
+    a dynamically linked program, by its real path; a wrapper script or a missing tool is left to start per run."""
+    real_opt, real_translate = (os.path.realpath(toolchain.llvm_tool(name)) for name in ("mlir-opt", "mlir-translate"))
+    assert forkserver.loadable(("mlir-translate",)) == {"mlir-translate": real_translate}
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "mlir-opt").symlink_to(real_opt)
+    (bin_folder / "mlir-translate").write_text(f'#!/bin/sh\nexec "{real_translate}" "$@"\n')
+    (bin_folder / "mlir-translate").chmod(0o755)
+    monkeypatch.setattr(toolchain, "DEBIAN_LLVM_BIN", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("MLIR_BIN", str(bin_folder))
+    monkeypatch.setenv("LLVM_BIN", str(tmp_path / "nowhere"))
+    assert forkserver.loadable() == {"mlir-opt": real_opt}  # the searches are remembered per environment
+
+
 def test_a_compiler_that_fails_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "false")
     preload, reason = forkserver.library(str(tmp_path))

@@ -11,7 +11,6 @@ import pytest
 
 from conftest import CORPUS, ROOT, instantiate
 from mlirgpu.server import launcher
-from mlirgpu.execution import rendezvous
 
 
 @pytest.fixture
@@ -99,7 +98,7 @@ def test_the_rest_becomes_the_python_client(tmp_path, served, built, case):
             "non-ASCII argument": ["compile", "k.mlir", "-o", "k\u00e9.o"], "no command": []
             }.get(case, ["compile", "k.mlir", "-o", "k.o"])
     env = dict(served, PROBE_LOG=str(log))
-    card = rendezvous.card_path(served["MLIRGPU_SERVER_DIR"])
+    card = launcher.card_path(served["MLIRGPU_SERVER_DIR"])
     if case == "server off":
         env["MLIRGPU_SERVER"] = " Off "
     elif case == "no card":

@@ -219,7 +219,10 @@ def test_without_a_c_compiler_the_server_prestarts_mlir_translate(tmp_path, serv
     assert "tools start per run: false failed on forkserver.c" in log
 
 
-def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
+@pytest.mark.parametrize("edited", ["version.py", "pipeline/driver.py", "frontends/scons/tool.py"])
+def test_a_server_of_an_edited_installation_is_replaced(tmp_path, edited):
+    """An edit of a module of the package, at its top or in a subpackage at any depth: the next compile is
+    served by a new server (the running one, of the old code, is replaced and ends)."""
     package = tmp_path / "install"
     shutil.copytree(PACKAGE_ROOT, package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(_server_env(tmp_path), PYTHONPATH=str(package))
@@ -228,12 +231,13 @@ def test_a_server_of_an_edited_installation_is_replaced(tmp_path):
         assert mlirgpu("compile", source, "-o", str(tmp_path / "a.o"), env=env).returncode == 0
         first, _ = status(env)
         assert first
-        version = package / "mlirgpu" / "version.py"
-        version.write_text(version.read_text() + "\n# an upgrade\n")
+        module = package / "mlirgpu" / edited
+        module.write_text(module.read_text() + "\n# an edit\n")
         run = mlirgpu("compile", source, "-o", str(tmp_path / "b.o"), env=env)
         assert run.returncode == 0 and run.stderr == ""
         second, served = status(env)
-        assert second and second != first and served[0] == 1
+        assert second and second != first and served[0] == 1  # the new server served the compile
+        assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
         deadline = time.monotonic() + 10
         while _running(first) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -519,15 +523,15 @@ def test_server_commands(tmp_path, server_env):
 
 def test_an_edit_in_any_subpackage_changes_the_server_and_dask_fingerprints(tmp_path):
     """The compile server is replaced, and Dask workers are matched, by fingerprints of the package's code: both
-    walk every subpackage at any depth (one helper, version.code_folders), so a module added in a new nested
+    walk every subpackage at any depth (one helper, version.code_files), so a module added in a new nested
     subpackage counts as soon as it exists and every edit of it changes both."""
     copy = tmp_path / "pkg"
     shutil.copytree(os.path.join(PACKAGE_ROOT, "mlirgpu"), copy / "mlirgpu",
                     ignore=shutil.ignore_patterns("__pycache__"))
     nested = copy / "mlirgpu" / "extra" / "deeper"
     nested.mkdir(parents=True)
-    probe = ("from mlirgpu.execution import dask as distributed, rendezvous\n"
-             "print(rendezvous.fingerprint(), distributed._package_digest())\n")
+    probe = ("from mlirgpu.execution import dask_fingerprint, rendezvous\n"
+             "print(rendezvous.fingerprint(), dask_fingerprint.package_digest())\n")
 
     def fingerprints():
         run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,

@@ -1,51 +1,34 @@
-"""Distributed compiles on a Dask cluster: `MLIRGPU_EXECUTOR=dask://HOST:PORT` (SCons `GPU_EXECUTOR`).
+"""Distributed compiles on a Dask cluster: `MLIRGPU_EXECUTOR=dask://HOST:PORT` (SCons `GPU_EXECUTOR`). This
+module is what the front ends call: whether a cluster is set (`configured_url`), and `compile_remote`.
 
 A compile becomes one Dask task holding what it reads, not paths: the source's bytes, the bytes of the `-l`
 libraries, the previous dump record, and the command line with every path relative to one anchor folder (the
-deepest folder holding the compile's folder and all its files). A worker lays the files out under a scratch
-folder in the same shape, runs `mlirgpu compile` there, and returns every file the compile wrote, its messages
-and its result; the client writes the files atomically in place. Relative paths in messages, records and header
-guards are the client's own; absolute ones are mapped back. Device libraries and tools are the worker's: they
-must be the client's, which the toolchain fingerprint proves (`fingerprint`: this package's code, llvmlite's
-LLVM, the MLIR tools and every target's tools and device libraries, by content). The client sends its jobs only
-to workers of its fingerprint, and a worker refuses a job of another fingerprint.
+deepest folder holding the compile's folder and all its files). A worker (mlirgpu.execution.dask_worker) lays
+the files out under a scratch folder in the same shape, runs `mlirgpu compile` there, and returns every file
+the compile wrote, its messages and its result; the client writes the files atomically in place. Relative paths
+in messages, records and header guards are the client's own; absolute ones are mapped back. Device libraries
+and tools are the worker's: they must be the client's, which the toolchain fingerprint proves
+(mlirgpu.execution.dask_fingerprint). The job goes only to workers of its fingerprint, and a worker lost, late
+or missing sends the compile back here (mlirgpu.execution.dask_cluster).
 
-A worker's answer is data, never instructions: mlirgpu.execution.remote_answer checks it against the files the client
-planned itself before anything is written. A worker lost mid-job is run again by the scheduler on another worker
-of the job's; when none of them is left the client resubmits the job once, and then (or when no answer came
-within `$MLIRGPU_EXECUTOR_WAIT` seconds) compiles here after one warning. A scheduler that cannot be reached, or a
-cluster without a worker of our fingerprint, costs one warning and local compiles; the verdict is kept for a
-minute in a file of the local cache, so the other processes of a build (Ninja's) skip it.
-
-`mlirgpu worker SCHEDULER` starts a worker with this module as its preload (`dask_setup` checks the toolchain).
+A worker's answer is data, never instructions: mlirgpu.execution.remote_answer checks it against the files the
+client planned itself before anything is written.
 """
-import contextlib
-import hashlib
 import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
 from . import remote_answer as remoteanswer
 from ..cache import store
-from ..llvm import toolchain
-from ..errors import CompileError, CompileWarning
+from ..errors import CompileError
 from ..util.fsutil import read_source, write_atomic
-from ..version import PACKAGE, __version__, code_folders
+from .dask_cluster import Executor
+from .dask_fingerprint import fingerprint
 
 VARIABLE = "MLIRGPU_EXECUTOR"
 SCHEME = "dask://"
-BREAKER_SECONDS = 60
-WAIT_VARIABLE = "MLIRGPU_EXECUTOR_WAIT"
-MAX_WAIT = 7 * 24 * 3600
-POLL_SECONDS = 1.0  # how often a waiting compile checks that a worker it may run on is still in the cluster
-RESULT_VARIABLE = "MLIRGPU_RESULT_FILE"  # where `mlirgpu compile` writes its result for a worker to return
-_RESULT_NAME = ".mlirgpu-remote-result.json"
 
 
 def configured_url(environ=None):
@@ -58,130 +41,6 @@ def configured_url(environ=None):
                            fix="use dask://HOST:PORT (or unset it to compile on this machine)")
     return url
 
-
-def wait_seconds():
-    """How long a compile waits for its worker's answer before compiling here: `$MLIRGPU_EXECUTOR_WAIT` (default
-    600, as long as one tool may run), seconds from 1 to a week; anything else is an error naming the variable."""
-    text = os.environ.get(WAIT_VARIABLE, "600").strip()
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_WAIT:
-        return float(text)
-    raise CompileError(f"{WAIT_VARIABLE}='{text[:40]}' is not a number of seconds from 1 to {MAX_WAIT}",
-                       fix="set it to e.g. 600, or unset it")
-
-
-# The toolchain fingerprint.
-
-def _package_digest():
-    hasher = hashlib.sha256()
-    for folder in code_folders():
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                relative = os.path.relpath(os.path.join(folder, name), PACKAGE)
-                hasher.update(relative.encode() + b"\0" + toolchain.file_digest(os.path.join(folder, name)).encode())
-    return hasher.hexdigest()
-
-
-def toolchain_files(toolkit=""):
-    """The files that shape a compile's bytes besides its inputs: the MLIR tools, every target's tools and
-    device libraries (`toolkit`: a compile's --toolkit)."""
-    from ..compile_options import CompileOptions
-    from ..targets import TARGETS
-
-    options = CompileOptions(toolkit=toolkit)
-    files = toolchain.found(*(lambda name=name: toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate")))
-    for target in TARGETS.values():
-        with contextlib.suppress(CompileError):
-            files += target.tools(options) + target.device_libraries(options)
-    return [path for path in files if path]
-
-
-def fingerprint(toolkit=""):
-    """What a worker must have to compile for us, by content (never by path: machines lay tools out alike or
-    not): the version and code of this package, llvmlite's LLVM, and each toolchain file's name and bytes."""
-    parts = [__version__, _package_digest(), toolchain.llvmlite_identity()]
-    parts += [f"{os.path.basename(os.path.realpath(path))}={toolchain.file_digest(path)}"
-              for path in toolchain_files(toolkit)]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
-
-
-# The worker's side.
-
-class Refused(Exception):
-    """A job for another toolchain: this worker would not make the same bytes."""
-
-
-def dask_setup(worker):  # noqa: ARG001 - Dask's preload hook
-    """`--preload mlirgpu.execution.dask`: refuse to start without a usable toolchain, and say which one."""
-    toolchain.llvm_tool("mlir-translate")  # a missing MLIR fails the worker's start, with the package to install
-    print(f"mlirgpu worker: toolchain fingerprint {fingerprint()}", file=sys.stderr, flush=True)
-
-
-def own_toolkit(kind):
-    """This machine's toolkit of the target named `kind` ('' for none: each target finds its own)."""
-    if not kind:
-        return ""
-    from ..compile_options import CompileOptions
-    from ..targets import TARGETS
-
-    return TARGETS[kind].toolkit(CompileOptions()) or ""
-
-
-def worker_fingerprint():
-    """This worker's fingerprints: with each target finding its own toolkit (''), and with the toolkit of each
-    target given to every target, as a client's --toolkit does."""
-    from ..targets import TARGETS
-
-    return {kind: fingerprint(own_toolkit(kind)) for kind in ("", *TARGETS)}
-
-
-def run_job(job):
-    """Run one compile here (on a Dask worker): the written files, messages and result."""
-    toolkit = own_toolkit(job["toolkit_of"])
-    ours = fingerprint(toolkit)
-    if job["fingerprint"] != ours:
-        raise Refused(f"toolchain fingerprint {ours}, the job needs {job['fingerprint']}")
-    root = tempfile.mkdtemp(prefix="mlirgpu-remote-")
-    started = time.perf_counter()
-    try:
-        for relative, data in job["inputs"].items():
-            path = os.path.join(root, relative)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as handle:
-                handle.write(data)
-        for relative in job["folders"]:
-            os.makedirs(os.path.join(root, relative), exist_ok=True)
-        cwd = os.path.join(root, job["cwd"])
-        os.makedirs(cwd, exist_ok=True)
-        argv = [arg if kind == "text" else (arg if kind == "relative" else os.path.join(root, arg))
-                for kind, arg in job["argv"]] + (["--toolkit", toolkit] if toolkit else [])
-        package_parent = os.path.dirname(PACKAGE)
-        env = {**os.environ, VARIABLE: "", RESULT_VARIABLE: os.path.join(root, _RESULT_NAME),
-               "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
-        command_started = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", *argv], cwd=cwd, env=env,
-                             capture_output=True, check=False)
-        command_seconds = time.perf_counter() - command_started
-        result = None
-        with contextlib.suppress(OSError, ValueError):
-            result = store.read_json(os.path.join(root, _RESULT_NAME))
-        files = {}
-        for folder, _dirs, names in os.walk(root):
-            for name in names:
-                path = os.path.join(folder, name)
-                relative = os.path.relpath(path, root)
-                if relative not in job["inputs"] and name != _RESULT_NAME and os.path.isfile(path):
-                    with open(path, "rb") as handle:
-                        files[relative] = handle.read()
-        import socket
-
-        return {"returncode": run.returncode, "stderr": run.stderr.decode("utf-8", "replace"), "files": files,
-                "result": result, "root": root, "worker": f"{socket.gethostname()}:{os.getpid()}",
-                "seconds": time.perf_counter() - started, "command_seconds": command_seconds}
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-# The client's side.
 
 @dataclass
 class RemoteResult:
@@ -200,6 +59,7 @@ _pending = []  # this process's executor warnings, until a front end takes them 
 
 
 def take_warnings():
+    """The executor's warnings since the last call (each once)."""
     taken = list(_pending)
     _pending.clear()
     return taken
@@ -224,130 +84,12 @@ class _Paths:
         return text.replace(root + os.sep, self.anchor + os.sep).replace(root, self.anchor)
 
 
-class Executor:
-    """A connection to one Dask scheduler, shared by the compiles of this process."""
-
-    def __init__(self, url, breaker_path, timeout):
-        self.url = url
-        self.address = "tcp://" + url[len(SCHEME):].strip("/")
-        self.breaker_path = breaker_path
-        self.timeout = timeout
-        self.client = None
-        self.lock = threading.Lock()
-        self.workers = ({}, 0.0)  # address -> fingerprint, and when it was asked
-        self.failed = False
-
-    def _open(self):
-        data = store.read_json(self.breaker_path)
-        return self.failed or (bool(data) and data.get("where") == self.url and data.get("until", 0) > time.time())
-
-    def _trip(self, why):
-        if not self.failed:
-            self.failed = True
-            store.write_json(self.breaker_path, {"where": self.url, "until": time.time() + BREAKER_SECONDS})
-            _pending.append(CompileWarning(f"the Dask executor {self.url} is not used ({why}); compiling on this "
-                                           f"machine, and not asking it again for {BREAKER_SECONDS} s"))
-
-    def _connect(self):
-        with self.lock:
-            if self.client is None:
-                from distributed import Client
-
-                self.client = Client(self.address, timeout=self.timeout, set_as_default=False)
-            return self.client
-
-    def _matching(self, client, wanted, kind):
-        known, asked = self.workers
-        if time.time() - asked > 5 or not any(fps.get(kind) == wanted for fps in known.values()):
-            known = client.run(worker_fingerprint)
-            self.workers = (known, time.time())
-        return [address for address, fps in known.items() if fps.get(kind) == wanted]
-
-    def submit(self, job):
-        """The worker's answer to `job` and that worker's address, or None when the compile must run here (a
-        warning says why, once)."""
-        wait = wait_seconds()  # a bad setting is an error whether or not the cluster is asked
-        if self._open():
-            return None
-        try:
-            client = self._connect()
-            deadline = time.monotonic() + wait
-            refused, lost = set(), 0
-            for _attempt in range(3):
-                matching = [address for address in self._matching(client, job["fingerprint"], job["toolkit_of"])
-                            if address not in refused]
-                if not matching and lost:
-                    return self._here(f"the Dask worker given {job['source']} was lost and no other worker of this "
-                                      "toolchain is left")
-                if not matching:
-                    theirs = sorted({fps.get(job["toolkit_of"], "?") for fps in self.workers[0].values()})
-                    self._trip(f"no worker has this toolchain (fingerprint {job['fingerprint']}; the cluster's: "
-                               f"{', '.join(theirs) or 'no workers'}); install the same tools and mlirgpu there")
-                    return None
-                future = client.submit(run_job, job, workers=matching, allow_other_workers=False, pure=False,
-                                       key=f"mlirgpu-{os.path.basename(job['source'])}-{os.urandom(6).hex()}")
-                try:
-                    return self._answer(client, future, matching, deadline)
-                except Refused:
-                    refused.update(matching)
-                    self.workers = ({}, 0.0)
-                except _Lost:
-                    future.cancel()
-                    lost += 1
-                    self.workers = ({}, 0.0)
-                    if lost == 2:
-                        return self._here(f"the Dask workers given {job['source']} were lost twice")
-                except _Late:
-                    future.cancel()
-                    return self._here(f"the Dask cluster {self.url} gave no answer for {job['source']} within "
-                                      f"{wait:g} s ({WAIT_VARIABLE})")
-            return None
-        except Exception as exc:  # noqa: BLE001 - connection and cluster faults of any kind: compile here
-            reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-            self._trip(reason)
-            return None
-
-    @staticmethod
-    def _here(why):
-        """None (this compile runs here), after one warning saying `why`; later compiles still ask the cluster."""
-        _pending.append(CompileWarning(f"{why}; compiling it on this machine"))
-        return None
-
-    def _answer(self, client, future, matching, deadline):
-        """`future`'s answer and the worker that gave it; _Lost once none of the `matching` workers it may run on
-        is in the cluster (the scheduler would wait for them forever), _Late past `deadline`."""
-        from distributed import KilledWorker
-
-        # Waited for with a callback, not `future.result(timeout=...)`: distributed 2026.8's sync raises
-        # UnboundLocalError when such a timeout races the answer (seen with 4 workers and 200 queued jobs).
-        done = threading.Event()
-        future.add_done_callback(lambda _future: done.set())
-        while not done.wait(timeout=max(0.05, min(POLL_SECONDS, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
-                raise _Late
-            if not set(matching) & set(client.nthreads()):
-                raise _Lost
-        try:
-            answer = future.result()
-        except KilledWorker:  # it died on every worker the scheduler tried: a job this cluster cannot run
-            raise _Lost from None
-        holders = client.who_has(future).get(future.key) or ["?"]
-        return answer, holders[0]
-
-
-class _Lost(Exception):
-    """Every worker a job may run on left the cluster before answering."""
-
-
-class _Late(Exception):
-    """No answer within $MLIRGPU_EXECUTOR_WAIT seconds."""
-
-
 _executors = {}
 _executors_lock = threading.Lock()
 
 
 def executor(url):
+    """The Executor of the scheduler at `url` (a configured_url), one per process."""
     from ..cache.stagecache import open_cache_root
 
     with _executors_lock:
@@ -356,7 +98,8 @@ def executor(url):
                 timeout = float(os.environ.get("MLIRGPU_EXECUTOR_TIMEOUT", "5"))
             except ValueError:
                 timeout = 5.0
-            _executors[url] = Executor(url, os.path.join(open_cache_root(), "executor-breaker"), timeout)
+            _executors[url] = Executor(url, "tcp://" + url[len(SCHEME):].strip("/"),
+                                       os.path.join(open_cache_root(), "executor-breaker"), timeout, _pending)
         return _executors[url]
 
 

@@ -5,11 +5,12 @@ mlir-translate takes for a small module). Prestarting a process per run only mov
 path; on a busy machine every run still pays it. A fork server pays it once: each run is a fork of a process that
 has loaded everything and run nothing of main, so its output, messages and exit status are those of a fresh run.
 
-The compile server keeps one per tool of TOOLS (mlirgpu.server.service) and hands whoever runs the tool a fresh run's
-streams; a worker that no server supplies keeps its own (mlirgpu.execution.workers). The preloaded library is compiled
-from forkserver.c with the system's C compiler the first time, into the server's private folder. A tool that is
-not a dynamically linked ELF program (a wrapper script), a missing compiler or a fork server that does not
-answer leave the caller starting the tool itself (or, in the compile server, prestarting mlir-translate)."""
+The compile server keeps one per tool of TOOLS it finds (`loadable`; mlirgpu.server.tools) and hands whoever runs
+the tool a fresh run's streams; a worker that no server supplies keeps its own (mlirgpu.execution.workers). The
+preloaded library (`library`) is compiled from forkserver.c with the system's C compiler the first time, into the
+server's private folder. A tool that is not a dynamically linked ELF program (a wrapper script), a missing
+compiler or a fork server that does not answer leave the caller starting the tool itself (or, in the compile
+server, prestarting mlir-translate)."""
 import _socket
 import contextlib
 import errno
@@ -23,6 +24,8 @@ import subprocess
 import tempfile
 
 from . import rendezvous
+from ..errors import CompileError
+from ..llvm import toolchain
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.c")
 TOOLS = ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld")  # the dynamically linked tools a compile runs
@@ -69,6 +72,22 @@ def library(directory):
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"cannot build the fork server: {exc}"
     return path, None
+
+
+def loadable(tools=TOOLS):
+    """The tools of `tools` (names of TOOLS) that a fork server can keep loaded here, {tool: its program's real
+    path}: those found (mlirgpu.llvm.toolchain) that are dynamically linked programs. A missing tool, or a
+    wrapper script, is left out: whoever runs it starts it per run. What the compile server and a worker that
+    no server supplies each keep fork servers of, which load the preload library (`library`)."""
+    found = {}
+    for tool in tools:
+        try:
+            program = os.path.realpath(toolchain.llvm_tool(tool))
+        except CompileError:
+            continue
+        if is_dynamic_program(program):
+            found[tool] = program
+    return found
 
 
 def is_dynamic_program(path):

@@ -1,7 +1,7 @@
 """A Dask worker's answer, checked before anything of it is used.
 
 A worker is another machine: what it returns is data to check, never instructions. An answer is used only when it
-has the shape `distributed.run_job` gives (each field's type checked), names exactly the files the client planned
+has the shape `dask_worker.run_job` gives (each field's type checked), names exactly the files the client planned
 for this compile (the object, header and depfile it asked for and the dumps `scan.planned_outputs` names, as
 paths relative to the anchor folder the client computed itself: a name such as `D/../../x` is simply not one of
 them), and its files hold at most `$MLIRGPU_EXECUTOR_MAX_BYTES` bytes together. Anything else is refused with one

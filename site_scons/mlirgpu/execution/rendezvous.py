@@ -1,7 +1,7 @@
 """Where the compile server of this installation listens, whether a server may serve this client, and how to
-reach, start and stop it: what the thin client (mlirgpu.server.client), the server (mlirgpu.server.service), the command line
-(`mlirgpu server ...`) and the SCons tool's workers agree on. It imports nothing heavy, since every `mlirgpu
-compile` runs it before anything else.
+reach, start and stop it: what the thin client (mlirgpu.server.client), the server (mlirgpu.server.service), the
+command line (`mlirgpu server ...`) and the SCons tool's workers agree on. It imports nothing heavy, since every
+`mlirgpu compile` runs it before anything else.
 
     MLIRGPU_SERVER=off           compile in the calling process, as without a server
     MLIRGPU_SERVER_DIR           the server's folder (default $XDG_RUNTIME_DIR/mlirgpu, else /tmp/mlirgpu-<uid>)
@@ -10,9 +10,9 @@ compile` runs it before anything else.
 
 The folder must be the user's own and closed to others (mode 700); a server's socket there is named after the
 installation (the package's folder and the Python running it), so two checkouts of the project each get their
-own server. The installation's contents (this package's files, its version, llvmlite's library) make the
-`fingerprint` a client sends with each request: a server with another fingerprint stops, and the client starts
-a current one.
+own server. The installation's contents (this package's files in every subpackage, its version, llvmlite's
+library: mlirgpu.version) make the `fingerprint` a client sends with each request: a server with another
+fingerprint stops, and the client starts a current one.
 """
 import _json  # json's C half: the `json` package costs a client 6 ms of imports (re) for two short messages
 import _socket
@@ -24,7 +24,7 @@ import sys
 import time
 import zlib
 
-from ..version import PACKAGE as _PACKAGE, __version__, code_folders
+from ..version import PACKAGE as _PACKAGE, __version__, code_files, llvmlite_library
 
 PACKAGE = os.path.realpath(_PACKAGE)  # one name, whichever link SCons loaded it through
 DEFAULT_IDLE = 600
@@ -117,70 +117,31 @@ def socket_path(directory):
 def fingerprint():
     """What a server must have been started from to serve this client: the version, and the size and time of
     every file of the package and of llvmlite's library (an upgrade or an edit changes it)."""
-    return _fingerprint(_fingerprint_inputs())
+    return fingerprint_of(fingerprint_inputs())
 
 
-def _fingerprint_inputs():
+def fingerprint_inputs():
     """The files the fingerprint is made of: ({folder: [(name, size, mtime_ns)] of its .py files}, llvmlite's
     library as (path, size, mtime_ns) or None)."""
-    folders = {}
-    for root in code_folders(PACKAGE):
-        files = folders[root] = []
-        for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
-            if entry.name.endswith(".py"):
-                info = entry.stat()
-                files.append((entry.name, info.st_size, info.st_mtime_ns))
-    return folders, _llvmlite_library()
+    folders = {folder: [(name, *_size_and_time(os.path.join(folder, name))) for name in names]
+               for folder, names in code_files(PACKAGE).items()}
+    library = llvmlite_library()
+    return folders, (library, *_size_and_time(library)) if library else None
 
 
-def _fingerprint(inputs):
+def _size_and_time(path):
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns
+
+
+def fingerprint_of(inputs):
+    """The fingerprint made of `inputs` (fingerprint_inputs), which the server's card also holds for the native
+    launcher (mlirgpu.server.launcher)."""
     folders, library = inputs
     parts = [__version__, installation()]
     parts += [f"{name}:{size}:{mtime}" for files in folders.values() for name, size, mtime in files]
     parts.append(f"{os.path.basename(library[0])}:{library[1]}:{library[2]}" if library else "no llvmlite")
     return f"{zlib.crc32(chr(1).join(parts).encode()):08x}"
-
-
-def _llvmlite_library():
-    for entry in sys.path:
-        folder = os.path.join(entry or ".", "llvmlite", "binding")
-        if os.path.isdir(folder):
-            for name in sorted(os.listdir(folder)):
-                if name.startswith("libllvmlite"):
-                    path = os.path.abspath(os.path.join(folder, name))
-                    info = os.stat(path)
-                    return path, info.st_size, info.st_mtime_ns
-            return None
-    return None
-
-
-def write_card(directory):
-    """Write the server's card beside its socket: its fingerprint and the files it is made of, so a client that
-    cannot compute the fingerprint (the native launcher, mlirgpu/launcher.c) can check it by their names, sizes
-    and times. Returns the fingerprint."""
-    inputs = _fingerprint_inputs()
-    folders, library = inputs
-    made = _fingerprint(inputs)
-    lines = ["mlirgpu-card 1", f"F {made}"]
-    for folder, files in folders.items():
-        lines.append(f"D {folder}")
-        lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
-    lines.append(f"L {library[1]} {library[2]} {library[0]}" if library else "L none")
-    path = card_path(directory)
-    partial = f"{path}.{os.getpid()}"
-    try:
-        os.unlink(partial)  # anything of that name is not ours: written anew, never through a planted link
-    except FileNotFoundError:
-        pass
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with open(fd, "w", encoding="utf-8") as card:  # whole or absent for a reader
-        card.write("\n".join(lines) + "\n")
-    os.replace(partial, path)
-    return made
-
-
-def card_path(directory):
-    return socket_path(directory)[: -len(".sock")] + ".card"
 
 
 def timeout():
@@ -302,9 +263,9 @@ def start_server(directory):
         os.close(own_file(os.path.join(directory, "server.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT))
     except OSError:
         return None  # no log of its own (a planted folder of that name): no server
-    server = subprocess.Popen([sys.executable, "-S", "-m", "mlirgpu.server.service", directory], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                              env=environment, cwd="/")
+    server = subprocess.Popen([sys.executable, "-S", "-m", "mlirgpu.server.service", directory],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True, env=environment, cwd="/")
     deadline = time.monotonic() + timeout()
     while time.monotonic() < deadline:
         connection = connect(path)

@@ -14,7 +14,6 @@ keyed by its identity on disk including the inode and change time, which `cp -p`
 keep: a tool replaced or upgraded in place is read again.
 """
 import functools
-import glob
 import hashlib
 import os
 import re
@@ -25,6 +24,7 @@ import threading
 
 from ..cache import store
 from ..errors import ToolMissing
+from ..version import llvmlite_library  # the LLVM library the stages run in, found without loading it
 
 LLVM_MAJOR = 22
 _expected_llvm_major = LLVM_MAJOR  # what llvmlite must bundle in this process (expect_llvm_major)
@@ -340,17 +340,6 @@ def identities(tools, llvmlite=False):
 
     with ThreadPoolExecutor(len(asks)) as pool:
         return dict(zip((name for name, _ask in asks), pool.map(lambda ask: ask[1](), asks)))
-
-
-@functools.cache
-def llvmlite_library():
-    """The LLVM library the stages run in, found without loading it (a build tool's process need not)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llvmlite")
-    folder = os.path.join(os.path.dirname(spec.origin), "binding") if spec and spec.origin else ""
-    found = sorted(glob.glob(os.path.join(folder, "libllvmlite*")))
-    return found[0] if found else ""
 
 
 def llvmlite_identity():

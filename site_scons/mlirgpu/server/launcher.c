@@ -193,7 +193,7 @@ static int same_python_files(const char *folder, char **line) {
 }
 
 /* The fingerprint the server's card holds, if the files it was made from are as they were (else NULL). The card
-   (written by the server, mlirgpu.execution.rendezvous.write_card):
+   (written by the server, mlirgpu.server.launcher.write_card):
        mlirgpu-card 1
        F FINGERPRINT
        D FOLDER          then its .py files: P SIZE MTIME_NS NAME

@@ -10,7 +10,8 @@ else, so outputs, messages and exit codes stay the Python client's.
 tools/bootstrap installs it over the virtual environment's `mlirgpu` script (where a C compiler is found; the
 Python script stays otherwise). It is built for one installation: the Python it becomes, and the socket name of
 this installation's server (mlirgpu.execution.rendezvous), are compiled in. It checks the server's card (its fingerprint
-and the files it is made of) before every request, so an edited or upgraded package is still seen.
+and the files it is made of, which the server writes with `write_card`) before every request, so an edited or
+upgraded package is still seen.
 """
 import os
 import shlex
@@ -48,6 +49,35 @@ def build(destination, python=None):
         if os.path.exists(partial):
             os.unlink(partial)
     return None
+
+
+def write_card(directory):
+    """Write the server's card beside its socket: its fingerprint and the files it is made of, so a client that
+    cannot compute the fingerprint (launcher.c) can check it by their names, sizes and times. Returns the
+    fingerprint."""
+    inputs = rendezvous.fingerprint_inputs()
+    folders, library = inputs
+    made = rendezvous.fingerprint_of(inputs)
+    lines = ["mlirgpu-card 1", f"F {made}"]
+    for folder, files in folders.items():
+        lines.append(f"D {folder}")
+        lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
+    lines.append(f"L {library[1]} {library[2]} {library[0]}" if library else "L none")
+    path = card_path(directory)
+    partial = f"{path}.{os.getpid()}"
+    try:
+        os.unlink(partial)  # anything of that name is not ours: written anew, never through a planted link
+    except FileNotFoundError:
+        pass
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with open(fd, "w", encoding="utf-8") as card:  # whole or absent for a reader
+        card.write("\n".join(lines) + "\n")
+    os.replace(partial, path)
+    return made
+
+
+def card_path(directory):
+    return rendezvous.socket_path(directory)[: -len(".sock")] + ".card"
 
 
 def main(argv):
