@@ -140,7 +140,7 @@ def _server(args):
 
 
 def _worker(args):
-    """Become `dask worker` with mlirgpu.execution.dask preloaded (it checks the toolchain and prints the
+    """Become `dask worker` with mlirgpu.execution.dask_worker preloaded (it checks the toolchain and prints the
     fingerprint clients match), after checking here that the MLIR tools and llvmlite are usable."""
     from ..execution import dask as distributed
     from ..llvm import toolchain
@@ -152,7 +152,7 @@ def _worker(args):
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
     os.environ[distributed.VARIABLE] = ""  # a worker's compiles run there, never sent on
     argv = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", str(max(1, args.nthreads)),
-            "--nworkers", "1", "--preload", "mlirgpu.execution.dask", "--no-dashboard"]
+            "--nworkers", "1", "--preload", "mlirgpu.execution.dask_worker", "--no-dashboard"]
     if args.host:
         argv += ["--host", args.host]
     sys.stdout.flush()
