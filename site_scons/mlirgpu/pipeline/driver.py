@@ -27,7 +27,7 @@ from ..cache import remote as remotecache, stagecache
 from . import lowering
 from ..util import trace
 from . import source as sources
-from .dumps import DumpFolder, project_path
+from .dumps import DumpFolder
 from .embed import Embedded
 from ..errors import CompileError, CompileWarning
 from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
@@ -35,6 +35,7 @@ from ..util.mlirtext import SYMBOL, hex_escaped
 from ..llvm.mlirtools import run_mlir_tool
 from ..util.naming import c_name
 from ..compile_options import hint
+from .record import make_depfile, new_record
 from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, container_dump, fat_container, plan,
                        planned_dumps)
 from .scan import direct_source
@@ -375,8 +376,8 @@ def _compile(source, options, output, translator, report):
         containers = repro.container_commands(loaded.modules, jobs, options, loaded.has_host_code)
         dumps.write(REPRO_DUMP, repro.script(jobs, options, commands, containers, compile_.substituted))
         logs = {job.id: outputs[job.id].binaries.get("log", b"").decode("utf-8", "replace") for job in jobs}
-        dumps.finish(_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
-                             compile_.substituted, commands, logs))
+        dumps.finish(new_record(source, options, jobs, binaries, warnings, obj, output, compile_.origins,
+                                compile_.substituted, commands, logs))
         timings["dumps"] = dumps.seconds
     dependencies = [source] + _dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
     events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
@@ -502,43 +503,6 @@ def _dependencies(compile_, jobs):
     return sorted(libraries) + sorted(tools)
 
 
-def _record(source, options, jobs, binaries, warnings, obj, output=None, origins=None, substituted=None,
-            commands=None, logs=None):
-    """What one compile produced, for CI tooling (`mlirgpu.reports.artifacts` builds the manifest from these). The
-    dump folder adds every file with its sha256, so a copy restored from a cache can be checked."""
-    folder = options.dump_dir
-    return {
-        "schema": "scons-mlir-gpu/object-record",
-        "version": 1,
-        "source": project_path(source),
-        "object": {"size": len(obj), "sha256": hashlib.sha256(obj).hexdigest(),
-                   "path": os.path.relpath(os.path.abspath(output), os.path.abspath(folder)).replace(os.sep, "/")
-                   if output else None},
-        "options": {"format": options.format, "layout": options.layout, "section": options.section,
-                    "target": options.target, "chip": options.chip, "features": options.features,
-                    "opt_level": options.opt_level, "host_code": options.host_code, "opts": options.opts},
-        "jobs": [
-            {"module": job.module.name, "target": job.target.name, "chip": job.chip, "opt_level": job.opt_level,
-             "features": job.attr.features, "stem": job.stem,
-             "dumps": [f"{options.dump_prefix}{job.stem}.{suffix}"
-                       for suffix in stages.dump_suffixes(job.target, options.format)],
-             "stages": (origins or {}).get(job.id, {}),
-             "substituted": {stage: project_path(path) for stage, path in (substituted or {}).get(job.id, {}).items()},
-             "repro": (commands or {}).get(job.id, []),
-             "log": (logs or {}).get(job.id, "")}
-            for job in jobs
-        ],
-        "substituted": any((substituted or {}).values()),
-        "binaries": [
-            {"symbol": item.symbol, "module": item.module, "target": item.family, "chips": list(item.chips),
-             "format": item.format, "section": embed.section_for(item, options.layout, options.section),
-             "size": len(item.data), "sha256": hashlib.sha256(item.data).hexdigest()}
-            for item in binaries
-        ],
-        "warnings": [str(warning) for warning in warnings],
-    }
-
-
 def _profile(source, result, started, seconds):
     """Append this compile's start (epoch seconds), duration, stage and tool times to `$MLIRGPU_PROFILE` (JSON
     lines), for the benchmarks."""
@@ -550,17 +514,6 @@ def _profile(source, result, started, seconds):
                        "tools": tools, "jobs": len(result.jobs)}, sort_keys=True)
     with open(path, "a", encoding="utf-8") as handle:  # one short append per compile: atomic on POSIX
         handle.write(line + "\n")
-
-
-def make_depfile(output, dependencies):
-    """A Make-style depfile (`output: deps`), as Ninja's and Meson's `depfile` read it."""
-    def escape(path):
-        if "\n" in path or "\r" in path:
-            raise CompileError(f"cannot write a depfile naming '{path.strip()}': a line break in a path",
-                               fix="rename the file")
-        return path.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
-
-    return escape(output) + ": " + " \\\n  ".join(escape(path) for path in dependencies) + "\n"
 
 
 def compile_to_object(source, output, options, translator=None, report=None):

@@ -26,6 +26,7 @@ import re
 import tarfile
 
 from ..errors import CompileError
+from ..pipeline.record import read_record, record_without_origins
 from ..targets import TARGETS
 
 SCHEMA = "scons-mlir-gpu/manifest"
@@ -86,39 +87,6 @@ def counted(number, singular, plural=None):
 def tool_version(name, version):
     """`name version`, without repeating a name the version already starts with (`llvmlite 0.50.0`)."""
     return version if str(version).split(" ", 1)[0] == name else f"{name} {version}"
-
-
-def _plain(name):
-    return isinstance(name, str) and name == os.path.basename(name) and name not in ("", ".", "..")
-
-
-def read_record(record_path):
-    """A record, checked: what it lists are plain names in its own folder, with the fields we read. Anything
-    else is a CompileError naming the record (never a file outside its folder)."""
-    def broken(why):
-        return CompileError(f"not a usable mlirgpu record: {why}", file=record_path,
-                            fix="rebuild the object with dumps on; records are written by mlirgpu compile")
-
-    try:
-        with open(record_path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise broken(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    if not isinstance(record, dict) or record.get("schema") != "scons-mlir-gpu/object-record":
-        raise broken("no scons-mlir-gpu/object-record schema")
-    try:
-        jobs, dumps = record["jobs"], record["dumps"]
-        assert isinstance(jobs, list) and isinstance(dumps, list) and all(_plain(name) for name in dumps)
-        for job in jobs:
-            assert all(isinstance(job[key], str) for key in ("module", "target", "chip", "stem", "features"))
-            assert isinstance(job["opt_level"], int) and all(_plain(name) for name in job["dumps"])
-            assert set(job["dumps"]) <= set(dumps)
-        assert isinstance(record["options"], dict) and isinstance(record["binaries"], list)
-        assert isinstance(record.get("dump_prefix", ""), str) and isinstance(record["warnings"], list)
-        assert isinstance(record.get("sha256", {}), dict)
-    except (AssertionError, KeyError, TypeError) as exc:
-        raise broken(f"unexpected content ({type(exc).__name__} {exc})".replace(" ()", "")) from None
-    return record
 
 
 def _checked_sha256(path, record, name, record_path):
@@ -544,15 +512,6 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     return broken
 
 
-def _without_origins(data):
-    """A record as archived: without each job's `stages` (ran, or came from the stage cache), which describes
-    the run rather than what it made, so a build from a warm cache archives the same bytes as a cold one."""
-    record = json.loads(data)
-    for job in record.get("jobs", []):
-        job.pop("stages", None)
-    return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-
 def _archive_members(manifest, out_dir, names):
     """{member name: bytes}: the reports, the manifest and every file it lists. A file inside the output folder
     keeps its path; one outside it (dumps elsewhere) goes to `outside/<n>-<folder>/`, and the archive's copy of
@@ -570,7 +529,7 @@ def _archive_members(manifest, out_dir, names):
     members = {}
     for path, member in mapping.items():
         with open(os.path.join(out_dir, path), "rb") as handle:
-            members[member] = _without_origins(handle.read()) if path in records else handle.read()
+            members[member] = record_without_origins(handle.read()) if path in records else handle.read()
     archived = json.loads(json.dumps(manifest))
     for obj in archived["objects"]:
         obj["record"] = mapping[obj["record"]]
