@@ -7,6 +7,7 @@ import json
 import os
 
 from ..errors import CompileError
+from ..pipeline.planning import RECORD_DUMP
 from .archive import archive_members, write_archive
 from .manifest import build_manifest
 from .rendering import html_report, markdown_report
@@ -21,9 +22,9 @@ def find_records(paths):
     for path in paths:
         if os.path.isdir(path):
             found = sorted(os.path.join(folder, name) for folder, _dirs, names in os.walk(path) for name in names
-                           if name == "mlirgpu.json" or name.endswith(".mlirgpu.json"))
+                           if name == RECORD_DUMP or name.endswith("." + RECORD_DUMP))
             if not found:
-                raise CompileError("no compile record (mlirgpu.json or <prefix>mlirgpu.json) in this folder or "
+                raise CompileError(f"no compile record ({RECORD_DUMP} or <prefix>{RECORD_DUMP}) in this folder or "
                                    "below it", file=path,
                                    fix="build with the dumps on (--dump-intermediates DIR, SCons DUMP=1, CMake "
                                        "-DMLIRGPU_DUMP=ON) and name that build or dump folder")
