@@ -189,7 +189,7 @@ def test_html_report_shows_deltas_and_the_isa_diff_of_a_changed_kernel(tmp_path)
 
 
 def test_the_chart_scales_from_one_kernel_to_a_thousand():
-    from mlirgpu.reports.artifacts import CHART_KERNELS, html_report, size_text
+    from mlirgpu.reports.rendering import CHART_KERNELS, html_report, size_text
 
     def manifest(count, occupancy=None):
         jobs = [{"module": f"m{i}", "target": "nvvm", "chip": "sm_90", "intermediates": {}, "kernels": [

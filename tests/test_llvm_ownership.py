@@ -30,7 +30,7 @@ import dataclasses, gc, hashlib, json, sys
 from llvmlite.binding import context, ffi
 from mlirgpu import CompileError, CompileOptions
 from mlirgpu.llvm import arena as llvm_arena
-from mlirgpu.pipeline import driver as pipeline, stages
+from mlirgpu.pipeline import driver, stagerunner, stages
 
 kept = []
 failing = set()
@@ -63,7 +63,7 @@ def unclosed():
 arenas = []
 enter = llvm_arena.Arena.__enter__
 llvm_arena.Arena.__enter__ = lambda self: arenas.append(self) or enter(self)
-run_job = pipeline.run_job
+run_job = stagerunner.run_job
 after_jobs = []
 
 
@@ -74,7 +74,7 @@ def checked_run_job(compile_, job, llvm_ir):
         after_jobs.append([job.id, unclosed(), sum(arena.open_count() for arena in arenas)])
 
 
-pipeline.run_job = checked_run_job
+stagerunner.run_job = checked_run_job
 stages.STAGES = tuple(dataclasses.replace(stage, run=cyclic(stage.run, stage.suffix)) for stage in stages.STAGES)
 gc.set_threshold(1)
 results = []
@@ -82,12 +82,12 @@ for source, options in json.loads(sys.argv[1]):
     options = CompileOptions(**options)
     failing.add(source)
     try:
-        pipeline.compile_source(source, options)
+        driver.compile_source(source, options)
         results.append([source, "the injected failure was not reported"])
     except CompileError as exc:
         exc.kept = exc
         kept.append(exc)
-    result = pipeline.compile_source(source, options)
+    result = driver.compile_source(source, options)
     results.append([source, hashlib.sha256(result.object_bytes).hexdigest()])
 print(json.dumps({"results": results, "after_jobs": after_jobs, "arenas": len(arenas)}))
 """

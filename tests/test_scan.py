@@ -53,18 +53,31 @@ def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
 
 def test_scans_stored_by_another_scanner_are_not_reused(tmp_path):
     """The scan cache file names the scanner that wrote it (a hash of its code): entries of another version,
-    which may have read a file differently, are misses; this version's are hits."""
-    from mlirgpu.pipeline import scan
+    which may have read a file differently, are misses; this version's are hits. Each run is a process of its own
+    that keeps its scans in the file (`use_cache_file`, as the SCons tool does) and saves them as it exits."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from conftest import ROOT
     from mlirgpu.cache import store
 
-    source = tmp_path / "k.mlir"
-    source.write_text('gpu.module @k [#nvvm.target<chip = "sm_80">] {\n}\n')
-    digest = scan.read_text(str(source))[1]
-    wrong = scan._scan_to_json(scan.scan_text('gpu.module @other [#nvvm.target<chip = "sm_90">] {\n}\n'))
+    (tmp_path / "k.mlir").write_text('gpu.module @k [#nvvm.target<chip = "sm_80">] {\n}\n')
+    (tmp_path / "other.mlir").write_text('gpu.module @other [#nvvm.target<chip = "sm_90">] {\n}\n')
     cache = tmp_path / "scans.json"
-    for identity, reused in (("another scanner", False), (scan._scanner_identity(), True)):
-        store.write_json(str(cache), {"scanner": identity, digest: wrong})
-        stored = scan._ScanCache()
-        stored.path = str(cache)
-        found = stored.get(digest)
-        assert (found is not None and found.modules[0].name == "other") == reused
+
+    def scanned(*names):
+        code = ("import sys; from mlirgpu.pipeline import scan; scan.use_cache_file(sys.argv[1]); "
+                "print(' '.join(scan.scan_file(name).modules[0].name for name in sys.argv[2:]))")
+        run = subprocess.run([sys.executable, "-c", code, str(cache), *names], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons")))
+        assert run.returncode == 0, run.stderr
+        return run.stdout.split()
+
+    assert scanned("k.mlir", "other.mlir") == ["k", "other"]
+    stored = store.read_json(str(cache))
+    digest, other = (hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name in ("k.mlir", "other.mlir"))
+    stored[digest] = stored[other]  # k.mlir's entry says what other.mlir holds: only a reused entry says so
+    for identity, reused in ((stored["scanner"], True), ("another scanner", False)):
+        store.write_json(str(cache), {**stored, "scanner": identity})
+        assert scanned("k.mlir") == (["other"] if reused else ["k"])

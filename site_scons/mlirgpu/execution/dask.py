@@ -222,21 +222,15 @@ def _profile(source, seconds, answer, job):
 def _local_depfile(text):
     """The worker's depfile without the files this machine lacks (the worker's own tools, where they live
     elsewhere: the fingerprint proved them the same as ours); Ninja would rebuild forever for a missing one."""
-    from ..pipeline.driver import make_depfile
+    from ..pipeline.record import make_depfile, parse_depfile
 
-    output, _, rest = text.partition(": ")
-    unescape = {"\\ ": " ", "\\#": "#", "$$": "$", "\\\\": "\\"}
-
-    def plain(entry):
-        return re.sub(r"\\[ #\\]|\$\$", lambda match: unescape[match.group(0)], entry)
-
-    entries = [plain(entry.strip()) for entry in rest.rstrip("\n").split(" \\\n  ")]
-    return make_depfile(plain(output), [entry for entry in entries if entry and os.path.exists(entry)])
+    output, entries = parse_depfile(text)
+    return make_depfile(output, [entry for entry in entries if os.path.exists(entry)])
 
 
 def _remove_stale_dumps(source, options, previous_record, dumps_now):
     """What the previous compile of `source` dumped here and this one did not (the worker never saw those)."""
-    from ..pipeline.dumps import listed_dumps, project_path
+    from ..pipeline.record import listed_dumps, project_path
     from ..util.fsutil import remove_quietly
 
     if not previous_record or not options.dump_dir:

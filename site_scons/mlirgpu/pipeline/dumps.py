@@ -2,12 +2,11 @@
 
 The pipeline reports each stage's output through `stage_output` (a callback: the stages never know whether
 anything is dumped); a module is printed only here. Writes are atomic; each file's sha256 goes into the record
-(`mlirgpu.json`), which is written last, so a folder holds a record only of a compile that finished. The
-previous record is removed first (a failing compile must not leave it to describe other dumps), and the files it
-listed that this compile does not write are removed at the end (another target or chip).
+(`mlirgpu.json`, mlirgpu.pipeline.record), which is written last, so a folder holds a record only of a compile
+that finished. The previous record is removed first (a failing compile must not leave it to describe other
+dumps), and the files it listed that this compile does not write are removed at the end (another target or chip).
 """
 import hashlib
-import json
 import os
 import time
 
@@ -16,14 +15,7 @@ from ..util.fsutil import remove_quietly, remove_stale_temps, write_atomic
 from ..compile_options import hint
 from . import stages
 from .planning import RECORD_DUMP
-
-SCHEMA = "scons-mlir-gpu/object-record"
-
-
-def project_path(path):
-    """`path` relative to the folder the compile runs in (the project), never absolute: records and reports
-    are shared between machines and checkouts."""
-    return os.path.relpath(os.path.abspath(path)).replace(os.sep, "/")
+from .record import complete_record, project_path, read_listed_dumps, record_text
 
 
 class DumpFolder:
@@ -75,16 +67,13 @@ class DumpFolder:
             self.write(f"{job.stem}.{stage}", str(output))
 
     def finish(self, record):
-        """Remove what the previous compile wrote and this one did not, then write the record (`record` without
-        its `dumps` and `sha256`, which are filled in here)."""
+        """Remove what the previous compile wrote and this one did not, then write the record (`record` as
+        `new_record` built it, completed here with the files written and their hashes)."""
         keep = {os.path.basename(path) for path in self.hashes}
         for name in self.previous:
             if name not in keep:
                 remove_quietly(os.path.join(self.folder, name))
-        record["dumps"] = sorted(os.path.relpath(path, self.folder) for path in self.hashes)
-        record["sha256"] = {os.path.relpath(path, self.folder): digest for path, digest in sorted(self.hashes.items())}
-        record["dump_prefix"] = self.prefix
-        self.write(RECORD_DUMP, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        self.write(RECORD_DUMP, record_text(complete_record(record, self.folder, self.hashes, self.prefix)))
 
 
 def _holds(path, data):
@@ -96,25 +85,3 @@ def _holds(path, data):
             return handle.read() == data
     except OSError:
         return False
-
-
-def listed_dumps(text, source=None):
-    """The plain file names a record's `text` lists as its dumps: none for a damaged record, nor, with `source`,
-    for a record of another source (a folder shared without --dump-prefix). The one reading of a previous record
-    (the next compile, SCons's clean, a Dask client): names that are no plain file name are never returned."""
-    try:
-        record = json.loads(text)
-        listed = record.get("dumps", []) if source is None or record.get("source") == source else []
-    except (ValueError, AttributeError, TypeError):
-        return []
-    return [name for name in listed if isinstance(name, str) and name == os.path.basename(name)
-            and name not in ("", ".", "..") and not name.startswith(".")] if isinstance(listed, list) else []
-
-
-def read_listed_dumps(record_path, source=None):
-    """`listed_dumps` of the record at `record_path` (none when there is no record)."""
-    try:
-        with open(record_path, encoding="utf-8") as handle:
-            return listed_dumps(handle.read(), source)
-    except (OSError, UnicodeDecodeError):
-        return []

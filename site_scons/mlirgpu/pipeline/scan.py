@@ -11,18 +11,17 @@ The scan is never a guess. Whatever it is not certain about (generic op syntax, 
 gpu.modules, a launch naming its own module, an attribute it cannot read, ...) raises `Unreadable`, and the
 callers ask mlir-opt instead (`planned_outputs`), so the prediction always equals what the compile writes; a
 differential test checks this against mlir-opt on the corpus and on generated variants. It is linear in the
-size of the file.
+size of the file. Scans are remembered per content, also across runs (mlirgpu.pipeline.scancache).
 """
-import atexit
 import functools
 import hashlib
 import os
 import re
 from dataclasses import dataclass
 
+from . import scancache
 from . import source as sources
 from ..util import mlirtext
-from ..cache import store
 from ..errors import CompileError
 from ..util.fsutil import read_source
 from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
@@ -204,67 +203,8 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
     return Scan(tuple(modules), lowering, host, direct, prelude_end, suffix_start)
 
 
-class _ScanCache:
-    """Scans remembered per file content, in this process and, when a build tool names a file for it
-    (`use_cache_file`, one per project), across runs: a null build of many sources then reads and hashes each
-    source instead of scanning it. Keys are hashes of the bytes, never timestamps, so an edit that keeps the
-    size and modification time (`cp -p`, `rsync -a`, `tar x`, clock skew) is seen. A damaged or foreign-shaped
-    cache file or entry is a miss."""
-
-    KEEP_UNUSED = 2000  # entries not used in this run that are kept (another build may still want them)
-    SCANNER = "scanner"  # the entry naming the scanner that made the others (keys are content hashes)
-    UNREADABLE = "unreadable"
-
-    def __init__(self):
-        self.memory = {}
-        self.stored = None
-        self.used = set()
-        self.dirty = False
-        self.path = None
-
-    def _load(self):
-        stored = store.read_json(self.path) if self.path else None
-        fresh = isinstance(stored, dict) and stored.get(self.SCANNER) == _scanner_identity()
-        self.stored = stored if fresh else {self.SCANNER: _scanner_identity()}  # another scanner's: forgotten
-        atexit.register(self.save)
-
-    def get(self, key):
-        if key in self.memory:
-            return self.memory[key]
-        if self.stored is None:
-            self._load()
-        entry = self.stored.get(key)
-        if entry is None:
-            return None
-        try:
-            value = self.UNREADABLE if entry == self.UNREADABLE else _scan_from_json(entry)
-        except (KeyError, TypeError, ValueError):
-            return None
-        self.used.add(key)
-        self.memory[key] = value
-        return value
-
-    def put(self, key, value):
-        self.memory[key] = value
-        if not self.path:
-            return  # nothing kept across runs (the CLI): no need for the stored form
-        if self.stored is None:
-            self._load()
-        self.stored[key] = value if value == self.UNREADABLE else _scan_to_json(value)
-        self.used.add(key)
-        self.dirty = True
-
-    def save(self):
-        if not self.dirty or not self.path:
-            return
-        unused = [key for key in self.stored if key not in self.used and key != self.SCANNER][-self.KEEP_UNUSED:]
-        entries = {self.SCANNER: _scanner_identity()}
-        entries.update((key, self.stored[key]) for key in unused + sorted(self.used) if key in self.stored)
-        store.write_json(self.path, entries)
-        self.dirty = False
-
-
 def _scan_to_json(scan):
+    """A Scan in the scan cache's stored (JSON) form."""
     return {"modules": [{"name": m.name, "start": m.start, "end": m.end, "handler": m.handler,
                          "symbols": sorted(m.symbols), "ops": sorted(m.ops),
                          "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]}
@@ -274,6 +214,7 @@ def _scan_to_json(scan):
 
 
 def _scan_from_json(entry):
+    """The Scan of a stored entry (KeyError, TypeError or ValueError for one of another shape)."""
     modules = tuple(ScannedModule(str(m["name"]), tuple(_stored_target(*t) for t in m["targets"]), int(m["start"]),
                                   int(m["end"]), str(m["handler"]), frozenset(map(str, m["symbols"])),
                                   frozenset(map(str, m["ops"]))) for m in entry["modules"])
@@ -288,7 +229,18 @@ def _stored_target(attribute, text, params):
     return TargetAttr(target, text, params)
 
 
-_scans = _ScanCache()
+@functools.lru_cache(maxsize=1)
+def _scanner_identity():
+    """A hash of the scanner's own code (this module, the MLIR text reader and the stored form of scans): scans
+    stored by another version of any, which may have read a file differently, are never reused."""
+    digest = hashlib.sha256()
+    for module in (__file__, mlirtext.__file__, scancache.__file__):
+        with open(module, "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
+
+
+_scans = scancache.ScanCache(_scanner_identity, _scan_to_json, _scan_from_json)
 
 
 def use_cache_file(path):
@@ -304,17 +256,6 @@ def read_text(path):
     except CompileError as exc:
         raise Unreadable(str(exc)) from None
     return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def _scanner_identity():
-    """A hash of the scanner's own code (this module and the MLIR text reader): scans stored by another version
-    of either, which may have read a file differently, are never reused."""
-    digest = hashlib.sha256()
-    for module in (__file__, mlirtext.__file__):
-        with open(module, "rb") as handle:
-            digest.update(handle.read())
-    return digest.hexdigest()
 
 
 _digests = {}
@@ -339,11 +280,11 @@ def scan_file(path):
         try:
             found = scan_text(text)
         except Unreadable:
-            found = _ScanCache.UNREADABLE
+            found = scancache.UNREADABLE
         except RecursionError:  # never expected (the scan does not recurse deeply), but never a crash either
-            found = _ScanCache.UNREADABLE
+            found = scancache.UNREADABLE
         _scans.put(digest, found)
-    if found == _ScanCache.UNREADABLE:
+    if found == scancache.UNREADABLE:
         raise Unreadable("the fast scan steps aside")
     return found
 

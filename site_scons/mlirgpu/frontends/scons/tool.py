@@ -51,7 +51,7 @@ from ...util.cmdline import option_words
 from ...errors import CompileError
 from ...util.fsutil import remove_quietly
 from ...compile_options import OPTIONS, CompileOptions, to_argv
-from ...pipeline.dumps import read_listed_dumps
+from ...pipeline.record import read_listed_dumps
 from ...pipeline.planning import RECORD_DUMP, check_options, tool_identities
 from ...pipeline.scan import planned_outputs, predicted_libraries, use_cache_file, uses_build_target
 from ...targets import TARGETS

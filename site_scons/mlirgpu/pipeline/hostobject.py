@@ -1,0 +1,107 @@
+"""The host object: which binaries a compile embeds, and the x86-64 object that carries them.
+
+As upstream: per gpu.module one fat container where its target makes one for its chips (or the layout needs
+one), else one binary per (module, target); with host code only the object `#gpu.select_object` picks, and the
+host code translated with each gpu.module replaced by a `gpu.binary` holding our bytes, so MLIR's launch glue
+loads them. The object's LLVM IR comes from mlirgpu.pipeline.embed.
+"""
+import os
+import re
+import time
+
+from . import embed, lowering
+from . import source as sources
+from .embed import Embedded
+from .planning import container_dump, fat_container
+from ..compile_options import hint
+from ..llvm.mlirtools import run_mlir_tool
+from ..util.mlirtext import SYMBOL, hex_escaped
+from ..util.naming import c_name
+
+
+def _job_bytes(job, output, fmt):
+    """What upstream embeds for one job: the target's assembly object plus the NUL SelectObject adds, or the
+    target's binary for the format."""
+    if fmt == "isa":
+        return job.target.assembly_object(output.assembly.text) + b"\0"
+    return output.binaries[job.target.binary_suffixes(fmt)[-1]]
+
+
+def embeddings(compile_, source, jobs, outputs, dumps):
+    """The binaries of the host object: per module one fat container when its target makes one for its chips
+    (or the layout needs one), else one per (module, target)."""
+    options = compile_.options
+    embedded = []
+    for module in source.modules:
+        mjobs = [job for job in jobs if job.module is module]
+        container = fat_container([job.attr for job in mjobs], options, source.has_host_code)
+        if container:
+            target = mjobs[0].target
+            started = time.perf_counter()
+            data = target.combine(mjobs, [outputs[job.id].binaries for job in mjobs],
+                                  [outputs[job.id].assembly for job in mjobs], options, compile_.scratch)
+            compile_.timed("combine", started)
+            if dumps:
+                dumps.write(container_dump(module.name, container), data)
+            embedded.append(Embedded(options.symbol_prefix + c_name(module.name), module.name, target,
+                                     tuple(job.chip for job in mjobs), target.embeds_fat_as, data))
+            continue
+        if source.has_host_code:  # as upstream's #gpu.select_object: one target's object per module
+            index = _selected_index(module)
+            mjobs = [mjobs[min(index, len(mjobs) - 1)]]
+        for job in mjobs:
+            name = options.symbol_prefix + (c_name(module.name) if source.has_host_code else job.symbol)
+            embedded.append(Embedded(name, module.name, job.target, (job.chip,),
+                                     job.target.embedded_format(options.format),
+                                     _job_bytes(job, outputs[job.id], options.format)))
+    return embedded
+
+
+def _selected_index(module):
+    match = re.search(r"select_object<(\d+)", module.handler)
+    return int(match.group(1)) if match else 0
+
+
+def _gpu_binary(module, jobs, outputs, options):
+    """`gpu.binary @m [#gpu.object<...>, ...]` carrying our bytes, for translating host code as upstream."""
+    kind = {"isa": "assembly = ", "bin": "bin = ", "fatbin": ""}[options.format]
+    objects = []
+    for job in jobs:
+        entries = dict(job.target.object_properties(job, options.format))
+        if options.section:  # upstream 22.1.8 records it for one target only; we honour it for every target
+            entries["section"] = f'"{options.section}"'
+        properties = ("properties = {" + ", ".join(f"{k} = {v}" for k, v in sorted(entries.items())) + "}, "
+                      if entries else "")
+        data = _job_bytes(job, outputs[job.id], options.format)
+        if options.format == "isa":
+            data = data[:-1]  # the object as the serializer made it; the host translation adds the NUL
+        objects.append(f"#gpu.object<{job.attr.text}, {properties}{kind}\"{hex_escaped(data)}\">")
+    symbol = SYMBOL.search(module.text, module.text.index("gpu.module")).group(1)
+    handler = f" {module.handler}" if module.handler else ""
+    return f"  gpu.binary @{symbol}{handler} [{', '.join(objects)}]\n"
+
+
+def translate_host(source, jobs, outputs, options):
+    """Host LLVM IR: each gpu.module replaced by a gpu.binary with our objects, translated by mlir-translate."""
+    pieces = {module.name: _gpu_binary(module, [j for j in jobs if j.module is module], outputs, options)
+              for module in source.modules}
+    container = sources.replace_modules(source.container, pieces)
+    if source.host_passes:  # the rest of the user's pipeline, as upstream runs it after serializing
+        container = run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={source.host_passes}",
+                                               "--mlir-print-local-scope", "--mlir-print-debuginfo"], source.path,
+                                  "lowering host code (--lowering, after gpu-module-to-binary)", text=container)
+        sources.check_host(container, source.path, lowering.canonical(options.lowering), serialized=True)
+    return run_mlir_tool("mlir-translate", ["--mlir-to-llvmir", "-"], source.path, "translating host code",
+                         text=container, fix=f"set {hint('host_code', 'ignore')} to embed only the binaries")
+
+
+def host_object(compile_, binaries, host):
+    """The host object: the binaries, with MLIR's launch glue when the file has host code (`host`: its
+    translated LLVM IR)."""
+    from ..llvm.ops import object_from_ir
+
+    options, source_name = compile_.options, os.path.basename(compile_.source)
+    compile_.report(f"{compile_.source}: host object", (compile_.source, None))
+    if host is not None:
+        return object_from_ir(embed.host_ir_with_glue(host, binaries, source_name))
+    return object_from_ir(embed.host_ir(binaries, options.layout, options.section, source_name))
