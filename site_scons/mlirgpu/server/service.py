@@ -131,10 +131,10 @@ class Server:
 
     def boot(self):
         """Import and initialize everything a compile needs, once: requests fork from this state."""
-        from ..execution import workers
+        from ..execution import worker
         from ..llvm.toolchain import LLVM_MAJOR
 
-        self.entry_points = workers.boot(self.log_path, LLVM_MAJOR)
+        self.entry_points = worker.boot(self.log_path, LLVM_MAJOR)
         from ..frontends import api, cli
         from ..execution import batch, dask as distributed
         from ..pipeline import planning, scan  # noqa: F401 - requests fork with them
@@ -593,7 +593,7 @@ def _answers(path):
 def _zygote(connection, entry_points, log_path, offer):
     """Serve `connection` as a zygote of mlirgpu.execution.workers for a build tool, until it closes it. The workers it
     forks take runs of the server's loaded tools (`offer`: the server's socket and those programs)."""
-    from ..execution.workers import serve_zygote
+    from ..execution.worker import serve_zygote
 
     served_tools.supply_from_server(offer)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)

@@ -21,10 +21,8 @@ tool and of llvmlite for the toolkit the object uses. Compiler warnings are prin
 The compiler core does the work; this module only adapts it to SCons. The package's `generate` and `exists`
 call this module's: the package is the tool (see mlirgpu/__init__.py).
 """
-import atexit
 import dataclasses
 import difflib
-import gc
 import hashlib
 import os
 import shlex
@@ -45,8 +43,7 @@ import SCons.Variables
 from ... import errors
 from ...cache import remote as remotecache
 from ...llvm import toolchain
-from ...execution import workers
-from ..api import compile_to_object
+from ...execution import compiles
 from ...util.cmdline import option_words
 from ...errors import CompileError
 from ...util.fsutil import remove_quietly
@@ -215,14 +212,8 @@ def _remote_cache(env):
 
 
 def _executor(env):
-    """The Dask scheduler of this build's compiles (GPU_EXECUTOR, else $MLIRGPU_EXECUTOR), or ''. The module
-    that checks it is loaded only when one is set (most builds never need it)."""
-    url = _text(env, "GPU_EXECUTOR") or os.environ.get("MLIRGPU_EXECUTOR", "")
-    if not url.strip():
-        return ""
-    from ...execution import dask as distributed
-
-    return distributed.configured_url({"MLIRGPU_EXECUTOR": url})
+    """The Dask scheduler of this object's compiles (GPU_EXECUTOR, else $MLIRGPU_EXECUTOR), checked, or ''."""
+    return compiles.cluster(_text(env, "GPU_EXECUTOR") or os.environ.get("MLIRGPU_EXECUTOR", ""))
 
 
 def _object_paths(env, obj):
@@ -354,8 +345,16 @@ def _emitter(target, source, env, shared=False):
     except CompileError:
         remote = ""  # the action reports it, as it reports any other setting's error
     if not remote:  # compiles sent to a cluster need no local translations or workers
-        _TRANSLATIONS.declare(env, source[0], [obj] + extra)
+        _expect(env, source[0], [obj] + extra)
     return [obj] + extra + target[1:], source
+
+
+def _expect(env, source, targets):
+    """A source that looks out of date is named to the build session while SCons still reads the build files,
+    so its workers start and its translation is made meanwhile (see mlirgpu.execution.compiles.BuildSession)."""
+    path = _source_path(source, absolute=True)
+    if _will_build() and _looks_stale(path, targets):
+        _SESSION.expect(path, remote_cache=bool(_remote_cache(env)))
 
 
 def _substitute_dir(env, value):
@@ -563,45 +562,6 @@ class _ArtifactSet:
 _ARTIFACTS = _ArtifactSet()
 
 
-class _Translations:
-    """The sources this build is about to compile, named while SCons still reads the build, for few background
-    mlir-translate runs (mlirgpu.execution.batch): started as they are named, or, in a build with a remote cache, by the
-    first compile that needs a translation (see Batches). A source looks out of date when one of its declared
-    files is missing or older than it (a guess: SCons itself decides); the first ones also start the LLVM
-    workers (as many as build jobs), whose start-up then overlaps SCons's own."""
-
-    def __init__(self):
-        self.stale = 0
-        self.batches = None
-
-    def declare(self, env, source, targets):
-        path = _source_path(source, absolute=True)
-        if not _will_build() or not _looks_stale(path, targets):
-            return
-        self.stale += 1
-        if self.stale <= _jobs():
-            workers.forking(_jobs() > 1)
-            workers.prestart(self.stale)
-        if self.batches is None:
-            from ...execution.batch import Batches  # only for builds with something to compile
-
-            # With a remote cache, runs wait for a compile that asks (the first stale object's setting decides).
-            self.batches = Batches(_jobs(), early=not _remote_cache(env))
-        self.batches.add(path)
-
-    def get(self, source):
-        """A function giving the batch translation of `source` (a node) or None, for a compile to call if it
-        translates; None without batches."""
-        if self.batches is None:
-            return None
-        path = _source_path(source, absolute=True)
-        return lambda: self.batches.pretranslated(path)
-
-    def done(self, source):
-        if self.batches is not None:
-            self.batches.done(_source_path(source, absolute=True))
-
-
 def _jobs():
     return max(1, SCons.Script.GetOption("num_jobs") or 1)
 
@@ -611,11 +571,11 @@ def _will_build():
     return not any(SCons.Script.GetOption(option) for option in ("clean", "no_exec", "question", "help"))
 
 
-def _looks_stale(source_path, targets):
+def _looks_stale(path, targets):
     """Whether a declared file is missing or older than the source: a guess while SCons reads the build (SCons
     itself decides what to build). A target's `stat` is SCons's own, remembered per node, so SCons reuses it."""
     try:
-        newest_input = os.stat(source_path).st_mtime_ns
+        newest_input = os.stat(path).st_mtime_ns
     except OSError:
         return True
     for target in targets:
@@ -625,51 +585,16 @@ def _looks_stale(source_path, targets):
     return False
 
 
-_TRANSLATIONS = _Translations()
+def _tell(text):
+    sys.stderr.write(f"mlirgpu: {text}\n")
 
 
-_STATS = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS=1 prints when the build ends
-_REMOTE = []  # the Dask workers that ran compiles
-
-
-_TRACE = {"path": "", "events": []}  # GPU_TRACE: where the build's trace goes, and every compile's events
-
-
-def _print_stats():
-    if _STATS and os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
-        from ...cache.stagecache import summary
-
-        remote = f", {len(_REMOTE)} on the Dask cluster" if _REMOTE else ""
-        sys.stderr.write(f"mlirgpu: {len(_STATS)} compiles{remote}; {summary(_STATS)}\n")
-
-
-def _write_trace():
-    """GPU_TRACE: one trace for the whole build (written when it ends, whatever compiled)."""
-    if _TRACE["path"] and _TRACE["events"]:
-        from ...util.trace import write_trace
-
-        try:
-            write_trace(_TRACE["path"], _TRACE["events"])
-        except CompileError as exc:  # the build is over: say so, as SCons says other failures
-            sys.stderr.write(f"mlirgpu: {exc}\n")
-
-
-def _no_collection_at_exit():
-    """The build's nodes, environments and executors live until SCons ends, and the interpreter's collections at
-    exit walk every one of them to free nothing that the process's end would not: 50 ms of a 40-object build
-    (12 ms per collection of its 55,000 objects). Frozen, they are skipped. Objects in reference cycles then go
-    without their finalizers at exit, which Python does not promise to run anyway; everything else is torn down
-    as before."""
-    gc.freeze()
-
-
-atexit.register(_no_collection_at_exit)  # registered first, so it runs after every exit function of ours
-atexit.register(_print_stats)
-atexit.register(_write_trace)
+_SESSION = compiles.BuildSession(_jobs, _tell)  # this run's compiles
 
 
 def _compile(target, source, env):
-    workers.forking(_jobs() > 1)
+    """The compile action: the object, its header and its dumps, and no file it declared before and does not
+    now; warnings said as GPU_WARNINGS asks, and the dumps written checked against those declared."""
     obj = target[0]
     _, dump_dir = obj.attributes.mlirgpu_paths
     declared = {node.abspath for node in target}
@@ -677,33 +602,20 @@ def _compile(target, source, env):
     for name in read_listed_dumps(os.path.join(dump_dir.abspath, RECORD_DUMP)):
         if dump_dir.File(name).abspath not in declared:
             remove_quietly(dump_dir.File(name).abspath)
+    path = _source_path(source[0])
     try:
         options = _options(env, target, source)
         if not _bool(setting(env, "GPU_DUMP")):
             options = dataclasses.replace(options, dump_dir="")
-        url = _executor(env)
-        result = None
-        if url:
-            from ...execution import dask as distributed
-
-            result = distributed.compile_remote(url, _source_path(source[0]), obj.path, options)
-            for warning in distributed.take_warnings():
-                sys.stderr.write(f"mlirgpu: {warning}\n")
-        if result is None:
-            result = compile_to_object(_source_path(source[0]), obj.path, options, _TRANSLATIONS.get(source[0]),
-                                       environment=worker_environment(env))
+        trace = _text(env, "GPU_TRACE")
+        result = _SESSION.compile(path, obj.path, options, worker_environment(env), _executor(env),
+                                  trace=_top_file(env, trace).abspath if trace else "")
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
     finally:
-        _TRANSLATIONS.done(source[0])
-    _STATS.append(result.stages)
-    if _text(env, "GPU_TRACE"):
-        _TRACE["path"] = _top_file(env, _text(env, "GPU_TRACE")).abspath
-        _TRACE["events"] += result.trace
-    if getattr(result, "worker", ""):
-        _REMOTE.append(result.worker)
+        _SESSION.done(path)
     mode = _text(env, "GPU_WARNINGS")
-    for warning in result.cache_warnings + remotecache.take_warnings():  # the cache's, never the build's fault
+    for warning in result.cache_warnings:  # the cache's, never the build's fault
         sys.stderr.write(f"mlirgpu: {warning}\n")
     if mode != "none":
         for warning in result.warnings:
@@ -830,7 +742,7 @@ def generate(env):
         SCons.Script.Help(_COMMAND_LINE.variables.GenerateHelpText(shown), append=True)
         _HELP_ADDED.append(True)
     env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
-    workers.use_server(True)  # workers from a running compile server (MLIRGPU_SERVER=off: never), else our own
+    _SESSION.start()
     use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
     action = _CompileAction(_compile, {"strfunction": _describe})
     builder = SCons.Builder.Builder(action=action, emitter=_static_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX",
