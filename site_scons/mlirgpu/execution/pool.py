@@ -94,7 +94,8 @@ class LLVMWorker:
         from ..targets import TARGETS  # only here: a crash is rare, and the worker's start-up stays small
 
         known = next((fix for target in TARGETS.values() if (fix := target.failure_fix(tail))), None)
-        return WorkerCrashed(message, fix=known or "this input makes LLVM abort; see the message, or report it upstream")
+        return WorkerCrashed(message,
+                             fix=known or "this input makes LLVM abort; see the message, or report it upstream")
 
     @property
     def alive(self):

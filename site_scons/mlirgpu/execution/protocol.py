@@ -11,7 +11,7 @@ zygote forked first finds its pid, the `hello`, in its pipe to the caller.
 A zygote takes requests over a message-preserving Unix socket: `fork` carries the new worker's two pipe ends
 and is not answered; `wait` is answered with the worker's exit status.
 """
-import _socket  # the C module: `socket` itself costs 11 ms of start-up (in the caller and the zygote) for the same calls
+import _socket  # the C module: `socket` itself costs 11 ms of start-up (caller and zygote) for the same calls
 import os
 import pickle
 import struct
