@@ -7,11 +7,9 @@ translator and asked for only by a compile that translates; Dask (mlirgpu.execut
 named.
 """
 import atexit
-import gc
 import os
 import time
 
-from . import served_tools
 from .pool import Pool
 from ..cache import remote as remotecache
 from ..pipeline.translation import OWN, Translated
@@ -118,6 +116,8 @@ class BuildSession:
         """The build tool is set up in an environment: workers, and this process's own runs of MLIR's tools (its
         batches of translations, lowerings), come from a running compile server of this installation when there
         is one (MLIRGPU_SERVER=off: never), else are this process's own."""
+        from . import served_tools
+
         _POOL.from_server = True
         served_tools.supply_from_running_server()
 
@@ -180,6 +180,8 @@ def _no_collection_at_exit():
     build (12 ms per collection of its 55,000 objects). Frozen, they are skipped. Objects in reference cycles
     then go without their finalizers at exit, which Python does not promise to run anyway; everything else is
     torn down as before."""
+    import gc
+
     gc.freeze()
 
 

@@ -12,10 +12,10 @@ A zygote takes requests over a message-preserving Unix socket: `fork` carries th
 and is not answered; `wait` is answered with the worker's exit status.
 """
 import _socket  # the C module: `socket` itself costs 11 ms of start-up (caller and zygote) for the same calls
+import collections
 import os
 import pickle
 import struct
-from typing import NamedTuple
 
 from ..llvm import process
 from ..llvm.process import passed_fds
@@ -39,17 +39,11 @@ def _receive(stream):
     return pickle.loads(data) if len(data) == size else None
 
 
-class Request(NamedTuple):
-    """A compile for a worker: `entry(*args)` of the pipeline, run as the caller would run it."""
-
-    entry: str
-    args: tuple
-    translated_ahead: bool  # the caller has the source's translation: the worker asks for it if it translates
-    cwd: str
-    environment: dict
-    scratch: str  # the compile's temporary files, in a folder the caller owns and removes
-    umask: int
-    limits: dict
+# A compile for a worker: `entry(*args)` of the pipeline, run as the caller would run it. `translated_ahead`:
+# the caller has the source's translation, which the worker asks for if it translates; `scratch`: the folder
+# of the compile's temporary files, which the caller owns and removes. (`typing.NamedTuple` would cost the
+# command's start-up the import of `typing`.)
+Request = collections.namedtuple("Request", "entry args translated_ahead cwd environment scratch umask limits")
 
 
 def send_request(stream, entry, args, translated_ahead, environment, scratch):
