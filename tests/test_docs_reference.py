@@ -40,7 +40,7 @@ def test_every_command_line_option_is_in_the_reference():
 
 
 def test_every_scons_variable_is_in_the_reference_and_no_other():
-    from mlirgpu.frontends.scons.tool import make_variables
+    from mlirgpu.frontends.scons.variables import make_variables
 
     documented = reference()
     keys = {key for variable in make_variables(args={}).options for key in [variable.key, *variable.aliases]}

@@ -370,8 +370,8 @@ def test_a_booted_worker_has_the_redis_client_only_when_a_remote_cache_is_named(
     if named:
         env["MLIRGPU_REMOTE_CACHE"] = "redis://127.0.0.1:1/0"
     answer = tmp_path / "answer"  # a booted worker's stdout and stderr go to its LLVM log
-    probe = ("import sys, os; from mlirgpu.execution import workers; workers.boot(os.devnull, workers.LLVM_MAJOR); "
-             f"open({str(answer)!r}, 'w').write(str('redis' in sys.modules))")
+    probe = ("import sys, os; from mlirgpu.execution import worker; from mlirgpu.llvm.toolchain import LLVM_MAJOR; "
+             f"worker.boot(os.devnull, LLVM_MAJOR); open({str(answer)!r}, 'w').write(str('redis' in sys.modules))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     assert answer.read_text() == str(named)

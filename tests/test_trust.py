@@ -178,7 +178,7 @@ def _workers_of(pid):
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if b"mlirgpu.execution.workers" in argv and str(pid).encode() in argv:
+        if b"mlirgpu.execution.worker" in argv and str(pid).encode() in argv:
             found.append(int(entry))
     return found
 

@@ -10,29 +10,30 @@ import pytest
 
 from conftest import ROOT, instantiate
 from mlirgpu import CompileOptions, compile_file
-from mlirgpu.execution import workers
 from mlirgpu.errors import CompileError
+from mlirgpu.execution import processes
+from mlirgpu.execution.pool import Pool
 
 SOURCE = os.path.join(ROOT, "tests", "corpus", "vecadd.neutral.mlir")
 OPTIONS = CompileOptions(target="nvvm", chip="sm_90", format="isa")
 
 
 @pytest.fixture(params=[False, True], ids=["spawned", "forked"])
-def forking(request):
+def pool(request):
+    """A pool of this test's own, starting each worker on its own or forking them from one zygote."""
+    workers = Pool()
+    workers.forking = request.param
+    yield workers
     workers.shutdown()
-    workers.forking(request.param)
-    yield request.param
-    workers.shutdown()
-    workers.forking(False)
 
 
-def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
+def test_parallel_compiles_match_and_run_in_distinct_workers(pool):
     reference = compile_file(SOURCE, OPTIONS).object_bytes
     results, pids, parents = [], set(), set()
     barrier = threading.Barrier(3)
 
     def compile_once():
-        with workers.lease() as worker:
+        with pool.lease() as worker:
             barrier.wait()  # all three leased at once: three processes
             pids.add(worker.process.pid)
             results.append(worker.call("compile_file", SOURCE, OPTIONS).object_bytes)
@@ -46,8 +47,7 @@ def test_parallel_compiles_match_and_run_in_distinct_workers(forking):
         thread.join()
     assert results == [reference] * 3
     assert len(pids - {None}) == 3 and os.getpid() not in pids
-    zygote = workers.current_zygote()
-    assert parents == ({zygote.process.pid} if forking else {os.getpid()})
+    assert parents == ({pool.zygote.process.pid} if pool.forking else {os.getpid()})
 
 
 def _parent(pid):
@@ -55,14 +55,14 @@ def _parent(pid):
         return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
-def test_workers_started_by_a_thread_that_ended_live_on(forking):
+def test_workers_started_by_a_thread_that_ended_live_on(pool):
     """A worker (and a zygote) dies with its parent, and Linux takes the parent to be the thread that started it:
     one started by a short-lived thread (a build's job thread, an API caller's) must not die when that thread
     ends, in the middle of another thread's compile or before this process's own shutdown waits for it."""
     started = {}
 
     def compile_in_a_thread():
-        with workers.lease() as worker:
+        with pool.lease() as worker:
             worker.call("compile_file", SOURCE, OPTIONS)
             started["worker"] = worker
 
@@ -70,24 +70,22 @@ def test_workers_started_by_a_thread_that_ended_live_on(forking):
     thread.start()
     thread.join()
     worker = started["worker"]
-    zygote = workers.current_zygote()
+    zygote = pool.zygote
     deadline = time.monotonic() + 1  # a kill on the thread's end would have landed by then
     while time.monotonic() < deadline and worker.alive and (zygote is None or zygote.process.poll() is None):
         time.sleep(0.05)
     assert worker.alive and (zygote is None or zygote.process.poll() is None)
-    with workers.lease() as again:
+    with pool.lease() as again:
         assert again is worker  # the idle one, still serving
         assert again.call("compile_file", SOURCE, OPTIONS).object_bytes
-    workers.shutdown()
+    pool.shutdown()
     assert worker.process.returncode == 0
 
 
-def test_a_worker_forks_the_llvm_tools_it_runs_from_fork_servers_of_its_own(forking, tmp_path, monkeypatch):
+def test_a_worker_forks_the_llvm_tools_it_runs_from_fork_servers_of_its_own(pool, tmp_path, monkeypatch):
     """Without a compile server a worker keeps llvm-mc and ld.lld (and MLIR's tools) loaded in fork servers of
     its own from their first run; its objects are those of a worker that starts each tool per run (no C
     compiler for the fork servers' library)."""
-    from mlirgpu import CompileOptions, compile_to_object
-
     source = instantiate(os.path.join(ROOT, "tests", "corpus", "multi_kernel.rocdl.mlir"), tmp_path / "k.mlir",
                          "gfx942", 3)
     monkeypatch.setenv("MLIRGPU_CACHE", "off")  # every compile runs the tools
@@ -98,11 +96,12 @@ def test_a_worker_forks_the_llvm_tools_it_runs_from_fork_servers_of_its_own(fork
         monkeypatch.setenv("MLIRGPU_SERVER_DIR", str(folder))
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
-        workers.shutdown()
-        for run in range(2):
-            compile_to_object(source, str(folder / f"{run}.o"), CompileOptions(format="bin"))
+        pool.shutdown()
+        with pool.lease() as worker:
+            for run in range(2):
+                worker.call("compile_to_object", source, str(folder / f"{run}.o"), CompileOptions(format="bin"))
         objects[case] = {(folder / f"{run}.o").read_bytes() for run in range(2)}
-        with workers.lease() as worker:
+        with pool.lease() as worker:
             loaded = sorted(_tool_children(worker.process.pid))
         assert loaded == ([] if case == "per run" else ["lld", "llvm-mc", "mlir-translate"]), loaded
         monkeypatch.delenv("CC", raising=False)
@@ -124,25 +123,27 @@ def _parent_or_none(pid):
         return None
 
 
-def test_killed_worker_reports_its_signal(forking):
-    with workers.lease() as worker:
+def test_killed_worker_reports_its_signal(pool):
+    with pool.lease() as worker:
         worker.call("compile_file", SOURCE, OPTIONS)
         os.kill(worker.process.pid, signal.SIGKILL)
         with pytest.raises(CompileError, match=r"LLVM crashed \(signal 9\)"):
             worker.call("compile_file", SOURCE, OPTIONS)
         assert not worker.alive
-    assert compile_file(SOURCE, OPTIONS).object_bytes  # a new worker takes over
+    with pool.lease() as other:
+        assert other is not worker and other.call("compile_file", SOURCE, OPTIONS).object_bytes  # a new one takes over
 
 
-def test_llvm_pairing_checked_when_llvm_loads(forking, monkeypatch):
+def test_llvm_pairing_checked_when_llvm_loads(pool, monkeypatch):
     """At a worker's start, or (forked from a build's zygote, which has no LLVM) at its first compile that runs
     LLVM: with the stage cache off, this one does. A cached compile needs no LLVM: its entry's key holds
     llvmlite's identity, so it was made by a compile that passed this check."""
-    monkeypatch.setattr(workers, "LLVM_MAJOR", 99)
+    monkeypatch.setattr(processes, "LLVM_MAJOR", 99)
     monkeypatch.setenv("MLIRGPU_CACHE", "off")
     with pytest.raises(CompileError, match=r"bundles LLVM 22, but the MLIR tools are LLVM 99: install the llvmlite "
                                            r"release pinned in pyproject.toml"):
-        compile_file(SOURCE, OPTIONS)
+        with pool.lease() as worker:
+            worker.call("compile_file", SOURCE, OPTIONS)
 
 
 def _has_llvm(pid):
@@ -154,12 +155,11 @@ def test_a_zygote_leaves_llvm_to_the_compiles_that_need_it(tmp_path, monkeypatch
     """A build's zygote boots without LLVM (its workers' first compiles wait for that boot): a worker forked from
     it loads LLVM at its first compile that runs a stage, and one whose compile entry is cached never does."""
     monkeypatch.setenv("MLIRGPU_CACHE_DIR", str(tmp_path / "cache"))
-    workers.shutdown()
-    workers.forking(True)
+    pool = Pool()
+    pool.forking = True
     try:
         reference = compile_file(SOURCE, OPTIONS).object_bytes  # the compile entry is made here
-        workers.shutdown()
-        with workers.lease() as worker:
+        with pool.lease() as worker:
             cached = worker.call("compile_file", SOURCE, OPTIONS)
             assert cached.object_bytes == reference
             assert {how for job in cached.stages.values() for how in job.values()} == {"cached"}
@@ -167,22 +167,21 @@ def test_a_zygote_leaves_llvm_to_the_compiles_that_need_it(tmp_path, monkeypatch
             other = worker.call("compile_file", SOURCE, CompileOptions(target="nvvm", chip="sm_80", format="isa"))
             assert {how for job in other.stages.values() for how in job.values()} == {"ran"}
             assert _has_llvm(worker.process.pid)
-        assert not _has_llvm(workers.current_zygote().process.pid)
+        assert not _has_llvm(pool.zygote.process.pid)
     finally:
-        workers.shutdown()
-        workers.forking(False)
+        pool.shutdown()
 
 
-def test_workers_end_with_the_caller(forking):
-    with workers.lease() as worker:
+def test_workers_end_with_the_caller(pool):
+    with pool.lease() as worker:
         worker.call("compile_file", SOURCE, OPTIONS)
         pid = worker.process.pid
-    zygote = workers.current_zygote()
-    workers.shutdown()
+    zygote = pool.zygote
+    pool.shutdown()
     assert worker.process.returncode == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # gone, not a zombie either: reaped
-    if forking:
+    if pool.forking:
         assert zygote.process.returncode == 0
 
 

@@ -7,8 +7,8 @@
 The names below are loaded when first used, so `mlirgpu compile` can start its LLVM worker before it imports
 the pipeline (the two start-ups overlap).
 
-This package is also the SCons tool `mlirgpu` (`generate`/`exists`, body in `scons_tool`): SCons loads a tool
-from its toolpath under the tool's name, which is this package's name, so the tool is the package itself:
+This package is also the SCons tool `mlirgpu` (`generate`/`exists`, body in mlirgpu.frontends.scons.tool): SCons
+loads a tool from its toolpath under the tool's name, which is this package's name, so the tool is the package itself:
 `toolpath=[mlirgpu.TOOLPATH]` (the folder holding the package), or `site_scons/site_tools/mlirgpu`, a link to it.
 """
 import importlib
@@ -21,7 +21,7 @@ TOOLPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _LAZY = {"CompileError": "errors", "CompileOptions": "compile_options", "STAGES": "pipeline.stages",
          "compile_file": "frontends.api", "compile_to_object": "frontends.api", "planned_outputs": "pipeline.scan",
-         "add_variables": "frontends.scons.tool"}
+         "add_variables": "frontends.scons.variables"}
 
 
 def __getattr__(name):

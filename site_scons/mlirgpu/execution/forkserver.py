@@ -6,7 +6,7 @@ path; on a busy machine every run still pays it. A fork server pays it once: eac
 has loaded everything and run nothing of main, so its output, messages and exit status are those of a fresh run.
 
 The compile server keeps one per tool of TOOLS it finds (`loadable`; mlirgpu.server.tools) and hands whoever runs
-the tool a fresh run's streams; a worker that no server supplies keeps its own (mlirgpu.execution.workers). The
+the tool a fresh run's streams; a worker that no server supplies keeps its own (mlirgpu.execution.worker). The
 preloaded library (`library`) is compiled from forkserver.c with the system's C compiler the first time, into the
 server's private folder. A tool that is not a dynamically linked ELF program (a wrapper script), a missing
 compiler or a fork server that does not answer leave the caller starting the tool itself (or, in the compile

@@ -2,8 +2,10 @@
 worker, SCons itself): the server hands over a started run's streams (mlirgpu.llvm.process.handed_run), so the
 run costs no tool start-up. Installed as suppliers of mlirgpu.llvm.process, which never reaches a server itself."""
 import _socket
+import contextlib
 import os
 
+from ..errors import CompileError
 from ..llvm.process import handed_run, passed_fds, supply
 from . import rendezvous
 
@@ -14,6 +16,27 @@ def supply_from_server(offer):
     path, programs = offer
     for program in programs:
         supply(program, lambda argv: take_from_server(path, argv))
+
+
+def supply_from_running_server():
+    """Take runs of MLIR's tools from the running compile server of this installation, when there is one, whenever
+    this process runs one (a build tool's batches of translations, its lowerings). MLIRGPU_SERVER=off: never."""
+    from ..llvm import toolchain
+
+    if rendezvous.wanted():
+        for tool in ("mlir-translate", "mlir-opt"):
+            with contextlib.suppress(CompileError):
+                supply(toolchain.llvm_tool(tool), _take_from_running_server)
+
+
+def _take_from_running_server(argv):
+    """A started run of `argv` from the running compile server, or None (the server's folder is looked up only
+    when a run starts)."""
+    try:
+        path = rendezvous.socket_path(rendezvous.folder())
+    except rendezvous.Unavailable:
+        return None
+    return take_from_server(path, argv)
 
 
 def take_from_server(path, argv):

@@ -15,9 +15,8 @@ import argparse
 import functools
 import os
 import sys
-import time
 
-from ..execution import workers
+from ..execution import compiles
 from ..errors import CompileError, InternalError
 from ..util.fsutil import remove_quietly
 from ..compile_options import OPTIONS, CompileOptions
@@ -201,41 +200,24 @@ def _size(count):
 
 
 def _compile(args):
-    from ..execution import dask as distributed
-    from ..cache import remote as remotecache
     from ..pipeline.planning import check_options
 
     options = check_options(args.input, _options(args))
-    url = distributed.configured_url()
-    if url:
-        result = distributed.compile_remote(url, args.input, args.output, options)
-        for warning in distributed.take_warnings():
-            print(f"mlirgpu: {warning}", file=sys.stderr)
-        if result is not None:
-            _report(args, result, result.warnings, result.cache_warnings)
-            return 0
-    warm = workers.warm()
-    workers.prestart(1)  # its Python and LLVM start-up overlaps our imports and the translation below
-    from .api import compile_to_object
-    from ..execution.batch import translate_many
-
-    started = time.perf_counter()
-    # Translated here only while a worker starts (a warm one translates what it needs: nothing, when the stage
-    # cache holds the compile); failures: the worker reports them.
-    translated = None if warm else translate_many([args.input], at_least=1).get(args.input)
-    translating = time.perf_counter() - started
-    result = compile_to_object(args.input, args.output, options, translated)
-    if translated:
-        result.timings["translate"] = translating
-    _report(args, result, result.warnings, result.cache_warnings + remotecache.take_warnings())
+    result = compiles.compile_command(args.input, args.output, options, _tell)
+    _report(args, result)
     return 0
 
 
-def _report(args, result, warnings, cache_warnings):
+def _tell(text):
+    print(f"mlirgpu: {text}", file=sys.stderr)
+
+
+def _report(args, result):
     """A compile's warnings, then (with --timings or MLIRGPU_STATS=1) its stage times and how many stages the
     stage cache served; with $MLIRGPU_RESULT_FILE (a Dask worker's compile) all of it as JSON there."""
+    warnings, cache_warnings = result.warnings, result.cache_warnings
     for warning in list(warnings) + list(cache_warnings):
-        print(f"mlirgpu: {warning}", file=sys.stderr)
+        _tell(warning)
     if args.timings:
         for stage, seconds in result.timings.items():
             print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)

@@ -3,7 +3,7 @@
 The limit is `$MLIRGPU_TOOL_TIMEOUT` seconds (default 600) per tool run. A tool killed by a signal or past the
 limit is reported by name; a non-zero exit is returned to the caller, which knows how to read that tool's output.
 """
-import _socket  # the C module: `socket` costs worker start-up 11 ms for the same calls (see mlirgpu.execution.workers)
+import _socket  # the C module: `socket` costs worker start-up 11 ms for the same calls (see mlirgpu.execution.worker)
 import contextlib
 import contextvars
 import fcntl
@@ -106,7 +106,7 @@ class _Prestarted:
         return ready
 
     def handed(self):
-        """Its pipes, for handing it over to the process that will run it (mlirgpu.server.service); from now on the
+        """Its pipes, for handing it over to the process that will run it (mlirgpu.server.tools); from now on the
         caller's to close, not this object's."""
         fds = [self.stdin, self.stdout, self.stderr, self.status]
         self.stdin = self.stdout = self.stderr = self.status = None

@@ -12,7 +12,7 @@
 
 A whole compile's middle may come from the stage cache as one entry (compileentry), replayed as the stages
 would have given it. Everything here runs in the process that calls it, which must be one where LLVM may run (a
-worker: see mlirgpu.frontends.api and mlirgpu.execution.workers). Progress and stage outputs leave through
+worker: see mlirgpu.frontends.api and mlirgpu.execution.compiles). Progress and stage outputs leave through
 callbacks: `report(what, where)` before each step (a worker passes it to its caller, which names the step if
 LLVM aborts), and the dump folder's `stage_output` (mlirgpu.pipeline.dumps), so no stage knows whether anything
 is dumped or watched.

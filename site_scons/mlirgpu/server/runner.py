@@ -32,7 +32,7 @@ import tempfile
 import threading
 
 from ..llvm import process, toolchain
-from ..execution import rendezvous, served_tools, workers
+from ..execution import compiles, rendezvous, served_tools
 from ..llvm.process import passed_fds
 
 RUNNER_COMMANDS = 200
@@ -42,14 +42,10 @@ def serve(channel, offer):
     """A runner's life (in the process forked for it; never returns). `offer`: the server's socket and the
     programs whose runs it hands over (mlirgpu.execution.served_tools)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    workers.fork_here()
     served_tools.supply_from_server(offer)  # for the worker forked below too: its LLVM stages run llvm-mc and ld.lld
     own = os.path.dirname(offer[0])  # the server's folder, closed to others
-    workers.keep_logs_in(own)
     tempfile.tempdir = own  # no client's temporary folder sees the first scratch folder, removed at once
-    with workers.lease():  # the LLVM worker, forked now from this clean state, not in a client's command
-        pass
-    workers.end_command()  # a scratch folder is made per command, in the command's temporary folder
+    compiles.serve_commands(own)  # its LLVM worker is forked now, and keeps its log here
     signal.signal(signal.SIGIO, _on_io)
     for served in range(1, RUNNER_COMMANDS + 1):
         try:
@@ -74,7 +70,7 @@ def serve(channel, offer):
             client.send(json.dumps({"kind": "exit", "code": code}).encode())
         if retire:
             break
-    workers.shutdown(wait=False)  # its worker's log and scratch folder go with it
+    compiles.shutdown(wait=False)  # its worker's log and scratch folder go with it
     os._exit(0)
 
 
@@ -154,7 +150,7 @@ def run_command(fds, request):
         code = 1
     with contextlib.suppress(Exception):
         sys.stderr.flush()
-    workers.end_command()
+    compiles.command_ended()
     devnull = os.open(os.devnull, os.O_RDWR)
     for number in (0, 1, 2):  # the client's streams are released; the runner's own are empty
         os.dup2(devnull, number)
@@ -169,7 +165,7 @@ def _command(request):
     os.environ.update(request["env"])
     toolchain.forget()
     tempfile.tempdir = None  # found again from the client's TMPDIR
-    workers.new_command()
+    compiles.command_starts()
     try:
         os.chdir(request["cwd"])
     except OSError as exc:

@@ -15,7 +15,7 @@ peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.se
               the server kills the runner if the client goes away first (the runner kills itself if no server
               is left to), and answers for it if it died.
     zygote    a build tool's (SCons's) request for workers: a child of the server serves the connection as
-              mlirgpu.execution.workers' zygote, forking warm workers for the build until it closes the connection.
+              mlirgpu.execution.processes' zygote, forking warm workers for the build until it closes the connection.
     tool      a command's request for a run of MLIR's or LLVM's tools (mlir-translate, mlir-opt, llvm-mc,
               ld.lld): argv, folder and environment. The server keeps them loaded (mlirgpu.server.tools) and
               hands over a fresh run's pipes, so a run costs no loading of libMLIR or libLLVM.
@@ -89,10 +89,10 @@ class Server:
 
     def boot(self):
         """Import and initialize everything a compile needs, once: requests fork from this state."""
-        from ..execution import workers
+        from ..execution import worker
         from ..llvm.toolchain import LLVM_MAJOR
 
-        self.entry_points = workers.boot(self.log_path, LLVM_MAJOR)
+        self.entry_points = worker.boot(self.log_path, LLVM_MAJOR)
         from ..frontends import api, cli
         from ..execution import batch, dask as distributed
         from ..pipeline import planning, scan  # noqa: F401 - requests fork with them
@@ -285,9 +285,9 @@ def _answers(path):
 
 
 def _zygote(connection, entry_points, log_path, offer):
-    """Serve `connection` as a zygote of mlirgpu.execution.workers for a build tool, until it closes it. The workers it
+    """Serve `connection` as a zygote of mlirgpu.execution.processes for a build tool, until it closes it. The workers it
     forks take runs of the server's loaded tools (`offer`: the server's socket and those programs)."""
-    from ..execution.workers import serve_zygote
+    from ..execution.worker import serve_zygote
 
     served_tools.supply_from_server(offer)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -326,7 +326,7 @@ def main(directory):
         os.setsid()  # no terminal's signals: the server outlives the command that started it
     fresh_limits()
     # The folder checked again, and the log made or checked as this user's own plain file, before the server
-    # writes anything there (LLVM's messages, the workers, mlirgpu.execution.workers, append to it by name).
+    # writes anything there (LLVM's messages, the workers, mlirgpu.execution.worker, append to it by name).
     rendezvous.check_folder(directory)
     os.close(rendezvous.own_file(os.path.join(directory, "server.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT))
     _detach(os.path.join(directory, "server.log"))

@@ -1,0 +1,212 @@
+"""The front ends' one door to running compiles: the SCons tool's build session, the `mlirgpu compile` command's
+compile, the Python API's, and a compile server's runner. Behind it is the speed machinery, which no front end
+touches: this process's worker pool (mlirgpu.execution.pool), prestarted while a build tool reads its build
+files, forked from a zygote when a build runs several compiles at once, taken from a running compile server
+when there is one; batches of translations made ahead (mlirgpu.execution.batch), handed to the pipeline as its
+translator and asked for only by a compile that translates; Dask (mlirgpu.execution.dask) when an executor is
+named.
+"""
+import atexit
+import os
+import time
+
+from .pool import Pool
+from ..cache import remote as remotecache
+from ..pipeline.translation import OWN, Translated
+
+_POOL = Pool()  # this process's workers
+atexit.register(_POOL.shutdown)
+
+
+def compile_file(source, options, environment=None):
+    """`pipeline.compile_source(source, options)` in a worker: the host object's bytes, the jobs, dumps and
+    warnings (a pipeline.CompileResult). `environment`: the one tools are found in (default: this process's)."""
+    return _in_worker("compile_file", source, options, environment=environment)
+
+
+def compile_to_object(source, output, options, environment=None, translator=OWN):
+    """`pipeline.compile_to_object(source, output, options)` in a worker, with `translator` (the pipeline's own,
+    or a pipeline.translation.Translated of a translation made here)."""
+    return _in_worker("compile_to_object", source, output, options, environment=environment, translator=translator)
+
+
+def _in_worker(entry, source, *args, environment, translator=OWN):
+    with _POOL.lease() as worker:
+        return worker.call(entry, source, *args, what=source, where=(source, None), environ=environment,
+                           translator=translator)
+
+
+def _here(source, output, options, environment, translator):
+    """A front end's compile in a worker of this machine, with this process's remote cache faults among the
+    result's cache warnings (said, never the build's failure)."""
+    result = compile_to_object(source, output, options, environment, translator)
+    result.cache_warnings = list(result.cache_warnings) + remotecache.take_warnings()
+    return result
+
+
+def cluster(url):
+    """The Dask scheduler `url` names (dask://HOST:PORT), checked, or '' when it is blank; raises CompileError.
+    The module that checks it is loaded only when one is named (most builds never need it)."""
+    if not url.strip():
+        return ""
+    from . import dask as distributed
+
+    return distributed.configured_url({distributed.VARIABLE: url})
+
+
+def _on_cluster(url, source, output, options, tell):
+    """The compile on the Dask cluster at `url`, or None when it must run on this machine (its warnings told)."""
+    from . import dask as distributed
+
+    result = distributed.compile_remote(url, source, output, options)
+    for warning in distributed.take_warnings():
+        tell(warning)
+    return result
+
+
+def compile_command(source, output, options, tell):
+    """The compile of a command (`mlirgpu compile`): on the Dask cluster $MLIRGPU_EXECUTOR names, else (or when
+    the cluster sends it back) in a worker started first, whose Python and LLVM start-up overlap this process
+    translating the source meanwhile; the worker asks for that translation only if its compile translates. A
+    worker already waiting (a compile server's runner keeps one) translates what it needs itself: nothing, when
+    the stage cache holds the compile. `tell(text)` shows one line of ours."""
+    from . import dask as distributed
+
+    url = distributed.configured_url()
+    if url:
+        result = _on_cluster(url, source, output, options, tell)
+        if result is not None:
+            return result
+    warm = _POOL.warm()
+    _POOL.prestart(1)
+    from .batch import translate_many
+
+    started = time.perf_counter()
+    translated = None if warm else translate_many([source], at_least=1).get(source)  # failures: the worker's
+    translating = time.perf_counter() - started
+    result = _here(source, output, options, None, Translated(lambda: translated) if translated else OWN)
+    if translated:
+        result.timings["translate"] = translating
+    return result
+
+
+class BuildSession:
+    """The compiles of one build tool's run (SCons). While the build files are read, the tool names each source
+    it expects to compile (`expect`): the first ones start as many workers as the build runs jobs at once
+    (`jobs()`, read when needed: the build files may set it), forked from one zygote with more than one, and
+    every one joins background batches of translations (mlirgpu.execution.batch), started at once, or, with a
+    remote cache, by the first compile that needs a translation. Then each compile (`compile`, then `done`)
+    runs on the Dask cluster when one is named, else in a worker, its translator giving the batch's translation
+    when the compile asks for one. When the process ends the session writes the build's trace, says what the
+    compiles did (MLIRGPU_STATS=1) and spares SCons's node graph the collector. `tell(text)` shows one line."""
+
+    def __init__(self, jobs, tell):
+        self.jobs = jobs
+        self.tell = tell
+        self.expected = 0
+        self.batches = None
+        self.stages = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS=1 prints
+        self.on_cluster = []  # the Dask workers that ran compiles
+        self.trace_path = ""
+        self.trace_events = []
+        atexit.register(_no_collection_at_exit)  # registered before the session's report, so it runs after it
+        atexit.register(self._at_exit)
+
+    def start(self):
+        """The build tool is set up in an environment: workers, and this process's own runs of MLIR's tools (its
+        batches of translations, lowerings), come from a running compile server of this installation when there
+        is one (MLIRGPU_SERVER=off: never), else are this process's own."""
+        from . import served_tools
+
+        _POOL.from_server = True
+        served_tools.supply_from_running_server()
+
+    def expect(self, source, remote_cache=False):
+        """The build is about to compile `source` (it looks out of date). `remote_cache`: its compiles use one, so
+        they are expected cached: no translation runs before a compile asks (looking them up ahead would load the
+        Redis client into the build tool's process and fetch what no compile asks for)."""
+        self.expected += 1
+        jobs = self.jobs()
+        if self.expected <= jobs:
+            _POOL.forking = jobs > 1
+            _POOL.prestart(self.expected)
+        if self.batches is None:
+            from .batch import Batches  # only for builds with something to compile
+
+            self.batches = Batches(jobs, early=not remote_cache)  # the first expected source's setting decides
+        self.batches.add(os.path.abspath(source))
+
+    def compile(self, source, output, options, environment=None, executor="", trace=""):
+        """Compile `source` to `output` (a pipeline.CompileResult or dask.RemoteResult; raises CompileError), on
+        the Dask cluster `executor` (a `cluster` URL) when set. `trace`: the file the build's trace goes to."""
+        _POOL.forking = self.jobs() > 1
+        result = _on_cluster(executor, source, output, options, self.tell) if executor else None
+        if result is None:
+            batches, path = self.batches, os.path.abspath(source)
+            translator = Translated(lambda: batches.pretranslated(path)) if batches else OWN
+            result = _here(source, output, options, environment, translator)
+        self.stages.append(result.stages)
+        if trace:
+            self.trace_path = trace
+            self.trace_events += result.trace
+        if getattr(result, "worker", ""):
+            self.on_cluster.append(result.worker)
+        return result
+
+    def done(self, source):
+        """The compile of `source` ended, or failed before it began: it needs no translation run."""
+        if self.batches is not None:
+            self.batches.done(os.path.abspath(source))
+
+    def _at_exit(self):
+        if self.trace_path and self.trace_events:  # one trace for the whole build, whatever compiled
+            from ..util.trace import write_trace
+            from ..errors import CompileError
+
+            try:
+                write_trace(self.trace_path, self.trace_events)
+            except CompileError as exc:  # the build is over: say so, as the build tool says other failures
+                self.tell(str(exc))
+        if self.stages and os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
+            from ..cache.stagecache import summary
+
+            remote = f", {len(self.on_cluster)} on the Dask cluster" if self.on_cluster else ""
+            self.tell(f"{len(self.stages)} compiles{remote}; {summary(self.stages)}")
+
+
+def _no_collection_at_exit():
+    """A build tool's nodes, environments and executors live until it ends, and the interpreter's collections at
+    exit walk every one of them to free nothing that the process's end would not: 50 ms of a 40-object SCons
+    build (12 ms per collection of its 55,000 objects). Frozen, they are skipped. Objects in reference cycles
+    then go without their finalizers at exit, which Python does not promise to run anyway; everything else is
+    torn down as before."""
+    import gc
+
+    gc.freeze()
+
+
+def serve_commands(log_folder):
+    """This process runs commands one after another (a compile server's runner, forked from the booted server):
+    its workers are forked from it, keep their LLVM logs in `log_folder` (the server's own folder: they outlive
+    the commands whose temporary folders they serve), and the first is forked now, from this clean state, not
+    in a client's command."""
+    _POOL.here = True
+    _POOL.log_folder = log_folder
+    with _POOL.lease():
+        pass
+    _POOL.end_command()  # a scratch folder is made per command, in the command's temporary folder
+
+
+def command_starts():
+    """A runner's command starts: see Pool.new_command."""
+    _POOL.new_command()
+
+
+def command_ended():
+    """A runner's command ended: see Pool.end_command."""
+    _POOL.end_command()
+
+
+def shutdown(wait=True):
+    """End this process's workers now (a runner that retires: their logs and scratch folders go with them)."""
+    _POOL.shutdown(wait)

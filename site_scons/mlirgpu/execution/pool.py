@@ -1,0 +1,205 @@
+"""A process's LLVM workers: each a handle (`LLVMWorker`) on a worker process, leased one compile at a time from
+a `Pool` and reused, so threads of one build (SCons -j) get real parallelism without a start-up per compile.
+
+How a pool starts its workers is its `forking`, `from_server` and `here` (mlirgpu.execution.processes): each on
+its own; forked from one zygote of its own, for callers running several compiles at once; from the zygote of a
+running compile server of this installation (a build tool: its builds then start no Python or LLVM of their
+own); or forked from this process, which is booted (a compile server's runner). When a worker dies mid-compile
+the caller raises a CompileError naming the module and stage it was in and the last line of its LLVM log.
+"""
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+
+from . import processes, protocol
+from ..errors import CompileError, InternalError
+from ..pipeline.translation import OWN
+
+
+class WorkerCrashed(CompileError):
+    """The worker process died (LLVM fatal error, signal)."""
+
+
+def _answered(given):
+    """`given()` for a worker that waits for it, or None if it fails: the worker must be answered either way
+    (the value is only a head start, as a build's batch translation is)."""
+    try:
+        return given()
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
+class LLVMWorker:
+    """One worker process running whole compiles, started by `start(log_path)` (a mlirgpu.execution.processes
+    function giving its `Popen` or look-alike)."""
+
+    def __init__(self, start, log_folder=None):
+        self.log_path = processes.new_log(log_folder)
+        # The worker's temporary files live here (mode 700), removed by this side whatever becomes of the worker.
+        self.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
+        self.process = start(self.log_path)
+
+    def call(self, function, *args, what="LLVM", where=(None, None), environ=None, translator=OWN):
+        """Run entry point `function(*args)` of the pipeline in the worker, in this process's folder and environment
+        (or `environ`); CompileErrors come back as they were raised. `translator`: the pipeline's own, or a
+        pipeline.translation.Translated whose `given()` runs here when the worker asks for it (only a compile
+        that translates does)."""
+        given = None if translator is OWN else translator.given
+        try:
+            protocol.send_request(self.process.stdin, function, args, given is not None,
+                                  os.environ if environ is None else environ, self.scratch)
+            while True:
+                kind, value = protocol.receive_from_worker(self.process.stdout)
+                if kind == "hello":  # a forked worker's pid, written by the zygote
+                    self.process.pid = value
+                elif kind == "ask":
+                    protocol.send_answer(self.process.stdin, _answered(given))
+                elif kind == "progress":
+                    what, where = value
+                else:
+                    break
+        except (BrokenPipeError, OSError):
+            kind = None
+        if kind is None:
+            raise self._crash(what).located(*where)
+        if kind == "ok":
+            return value
+        if kind == "compile-error":
+            raise value
+        name, trace = value
+        raise InternalError(f"internal error in {what} ({name})", detail=trace,
+                            fix="please report it with the input; -v or MLIRGPU_DEBUG=1 shows the traceback"
+                            ).located(*where)
+
+    def _crash(self, what):
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()  # a worker still running (the pipe failed on our side) ends on EOF
+        code = processes.end(self.process)
+        if code is None or isinstance(code, str):  # a forked worker whose status could not be known
+            reason = code or "exit status unknown"
+        else:
+            reason = f"signal {-code}" if code < 0 else f"exit code {code}"
+        tail = ""
+        try:
+            log_path = getattr(self.process, "log_path", None) or self.log_path  # the zygote's if never forked
+            with open(log_path, encoding="utf-8", errors="replace") as log:
+                lines = [line.strip() for line in log if line.strip()]
+            tail = lines[-1] if lines else ""
+        except OSError:
+            pass
+        self.close()
+        message = f"{what}: LLVM crashed ({reason})" + (f": {tail}" if tail else "")
+        from ..targets import TARGETS  # only here: a crash is rare, and the worker's start-up stays small
+
+        known = next((fix for target in TARGETS.values() if (fix := target.failure_fix(tail))), None)
+        return WorkerCrashed(message,
+                             fix=known or "this input makes LLVM abort; see the message, or report it upstream")
+
+    @property
+    def alive(self):
+        return self.process.poll() is None
+
+    def close(self, wait=True):
+        """End the worker (its input closed; waited for, unless `wait` is False: an idle worker then ends on its
+        own, or with this process) and remove its log and scratch folder."""
+        if self.process.poll() is None:
+            if not self.process.stdin.closed:
+                self.process.stdin.close()
+            if wait:
+                processes.end(self.process)
+        with contextlib.suppress(OSError):
+            os.unlink(self.log_path)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class Pool:
+    """Workers leased one compile at a time, started as the pool's settings say when none is idle."""
+
+    def __init__(self):
+        self.forking = False  # fork workers from one zygote of this pool's, rather than start each on its own
+        self.from_server = False  # take the zygote from the running compile server, when there is one
+        self.here = False  # fork workers from this process (it is booted)
+        self.log_folder = None  # where workers keep their LLVM logs (None: the temporary folder)
+        self.zygote = None  # the zygote workers are forked from now, or None
+        self._idle = []
+        self._started = []  # every worker this pool started (for prestart's count)
+        self._lock = threading.Lock()
+
+    def _start(self):
+        if self.here:
+            worker = LLVMWorker(processes.fork_here, self.log_folder)
+        else:
+            if self.zygote is not None and self.zygote.process.poll() is not None:
+                self.zygote.close()
+                self.zygote = None
+            if self.zygote is None and self.from_server:
+                self.zygote = processes.Zygote.from_server()
+            if self.zygote is None and self.forking:
+                self.zygote = processes.Zygote.spawn(self.log_folder)
+            worker = LLVMWorker(self.zygote.fork if self.zygote else processes.spawn_worker, self.log_folder)
+        self._started.append(worker)
+        return worker
+
+    def prestart(self, count):
+        """Have `count` workers running, started now, so their start-up overlaps the caller's own work (a build
+        tool reading its build files) instead of delaying the first compiles."""
+        if self.here:
+            return  # a worker forked when needed starts at once, and inherits what this process has read by then
+        with self._lock:
+            alive = sum(1 for worker in self._started if worker.alive)
+            self._idle.extend(self._start() for _ in range(count - alive))
+
+    def warm(self):
+        """Whether a started worker waits for a compile (a compile server's runner keeps one): then nothing starts
+        while the caller works, and work done ahead of the compile overlaps nothing."""
+        with self._lock:
+            return any(worker.alive for worker in self._idle)
+
+    @contextlib.contextmanager
+    def lease(self):
+        """A worker for one compile, taken from the idle ones or started; returned when the compile ends."""
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is not None and not worker.alive:
+            worker.close()
+            worker = None
+        if worker is None:
+            with self._lock:
+                worker = self._start()
+        try:
+            yield worker
+        finally:
+            if worker.alive:
+                with self._lock:
+                    self._idle.append(worker)
+
+    def new_command(self):
+        """A compile server's runner starts a command: each idle worker gets a scratch folder in the command's
+        temporary folder (its TMPDIR; end_command removes it) and an empty LLVM log (a crash's message must be
+        this command's)."""
+        with self._lock:
+            for worker in self._idle:
+                worker.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
+                with contextlib.suppress(OSError):
+                    os.truncate(worker.log_path, 0)  # the worker appends (O_APPEND): it writes from 0 again
+
+    def end_command(self):
+        """A compile server's runner ended a command: the idle workers' scratch folders go."""
+        with self._lock:
+            for worker in self._idle:
+                shutil.rmtree(worker.scratch, ignore_errors=True)
+
+    def shutdown(self, wait=True):
+        """End every idle worker and the zygote (they are told together, so they wind down together), and remove
+        their files; without waiting for the workers' ends if `wait` is False."""
+        with self._lock:
+            for worker in self._idle:  # all are told first, so they wind down together
+                worker.process.stdin.close()
+            while self._idle:
+                self._idle.pop().close(wait)
+            self._started.clear()
+            if self.zygote is not None:
+                self.zygote.close()
+                self.zygote = None
