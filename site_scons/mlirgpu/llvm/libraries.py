@@ -24,11 +24,12 @@ import llvmlite.binding as llvm
 from . import toolchain
 from ..cache import store
 
-_DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[\w.$\-]+)\(')
+# Strings unrolled (see mlirgpu.util.mlirtext: a repeated group backtracks per character).
+_DEFINE = re.compile(r'^define [^@]*@("[^"\\]*(?:\\.[^"\\]*)*"|[\w.$\-]+)\(')
 _DECLARE = re.compile(r'^declare [^@]*@([\w.$\-]+)\(')  # a quoted name is never left out (see Plan)
-_GLOBAL = re.compile(r'^@("(?:[^"\\]|\\.)*"|[\w.$\-]+) = (.*)$')
+_GLOBAL = re.compile(r'^@("[^"\\]*(?:\\.[^"\\]*)*"|[\w.$\-]+) = (.*)$')
 _INDIRECT = re.compile(r"(?:[\w()]+ )*?(?:alias|ifunc) ")  # what follows `@name = ` on an alias or ifunc line
-_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[\w.$\-]+)')
+_REF = re.compile(r'@("[^"\\]*(?:\\.[^"\\]*)*"|[\w.$\-]+)')
 
 _libraries = {}
 
