@@ -81,3 +81,51 @@ def test_scans_stored_by_another_scanner_are_not_reused(tmp_path):
     for identity, reused in ((stored["scanner"], True), ("another scanner", False)):
         store.write_json(str(cache), {**stored, "scanner": identity})
         assert scanned("k.mlir") == (["other"] if reused else ["k"])
+
+
+def test_a_big_string_literal_is_scanned_in_bounded_memory():
+    """A 2 MB dense_resource string costs the scan a few copies of the text, not sre's backtracking state per
+    character (142 bytes per character of the file with a string pattern written `"(?:[^"\\]|\\.)*"`)."""
+    import tracemalloc
+
+    from mlirgpu.pipeline.scan import scan_text
+
+    text = (TRICKY + '{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x04000000' + "0000803F" * (1 << 18)
+            + '"\n    }\n  }\n#-}\n')
+    tracemalloc.start()
+    try:
+        scan = scan_text(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert scan.suffix_start > 0 and [module.name for module in scan.modules] == ["odd name"]
+    assert peak < 12 * len(text)
+
+
+def test_text_readers_find_what_their_plain_regular_expressions_find():
+    """On random text: the unrolled string pattern of SYMBOL matches what `"(?:[^"\\\n]|\\.)*"` matches,
+    `unpreceded` finds what a leading lookbehind finds, and `skip_space` skips what str.isspace() says."""
+    import random
+    import re
+
+    from mlirgpu.util import mlirtext
+
+    plain_symbol = re.compile(r'@("(?:[^"\\\n]|\\.)*"|[A-Za-z_$.\-0-9][\w$.\-]*)')
+    searches = [(r"gpu\.launch(?:_func)?(?![\w.$])", r"[\w.$]"), (r"([a-z_][a-z0-9_]*\.[a-z_][\w.]*)", r"[\w.$%#!@^]"),
+                (r"[#!]([A-Za-z_][\w$]*)\.", r"[\w$.#!]"), (r"gpu\.module\b", r"[\w.$]")]
+    pieces = ['"', "\\", "\n", " ", "\t", "\u00a0", "@", "a", "_", ".", "$", "#", "!", "%", "^", "x.y", "gpu.launch",
+              "gpu.launch_func", "gpu.module", "#llvm.", "!foo.", "\\\"", "\\\n"]
+    rng = random.Random(33)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        pos = rng.randint(0, len(text))
+        assert [m.span() for m in mlirtext.SYMBOL.finditer(text, pos)] == \
+            [m.span() for m in plain_symbol.finditer(text, pos)]
+        for pattern, before in searches:
+            found = mlirtext.unpreceded(re.compile(pattern), text, re.compile(before), pos, len(text) - pos // 2)
+            assert [m.span() for m in found] == \
+                [m.span() for m in re.compile(f"(?<!{before}){pattern}").finditer(text, pos, len(text) - pos // 2)]
+        plain = pos
+        while plain < len(text) and text[plain].isspace():
+            plain += 1
+        assert mlirtext.skip_space(text, pos) == plain

@@ -122,7 +122,7 @@ def _translate(pieces, source):
 
 
 _SPLIT_DIAGNOSTIC = re.compile(r"within split at .*?:(\d+) offset :(\d+):\d+: error: ")
-_LINE_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):\d+\)\s*$')
+_LINE_LOC = re.compile(r'loc\("([^"\\]*(?:\\.[^"\\]*)*)":(\d+):\d+\)\s*$')  # the string unrolled: util.mlirtext
 
 
 def _at_source_line(exc, lines, source):

@@ -82,12 +82,13 @@ def _link_in(module, other):
 
 class LLVMModule:
     """A job's LLVM module between stages, with its context and the target machine of its chip (all three owned
-    by the job's arena)."""
+    by the job's arena), and whether it may hold aliases or ifuncs (`indirect`: llvmlite cannot list those)."""
 
-    def __init__(self, module, context, machine):
+    def __init__(self, module, context, machine, indirect):
         self.module = module
         self.context = context
         self.machine = machine
+        self.indirect = indirect
 
     def __str__(self):
         return str(self.module)
@@ -101,7 +102,7 @@ def parse(llvm_ir, triple, chip, features, opt_level):
         cpu=chip, features=features, opt=opt_level, reloc="default", codemodel="default"))
     _set_layout(module, machine)
     module.triple = machine.triple
-    return LLVMModule(module, context, machine)
+    return LLVMModule(module, context, machine, " alias " in llvm_ir or " ifunc " in llvm_ir)
 
 
 def _set_layout(module, machine):
@@ -175,18 +176,22 @@ def _definition(module, name):
 
 
 def link(job_module, libraries):
-    """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize."""
+    """Stage `linked.ll`: link each library `(path, strip_named, retarget)` only-needed, then internalize (each
+    library as its plan gives it for this module: see mlirgpu.llvm.libraries.Plan)."""
     module = job_module.module
     for path, strip_named, retarget in libraries:
-        declared = {v.name for v in _functions(module) + _global_variables(module) if v.is_declaration}
+        values = _functions(module) + _global_variables(module)
+        declared = {value.name for value in values if value.is_declaration}
         try:
-            bitcode = device_libraries.reduced_bitcode(path, strip_named, module.triple if retarget else None,
-                                                       module.data_layout if retarget else None, declared)
+            plan = device_libraries.link_plan(path, strip_named, module.triple if retarget else None,
+                                              module.data_layout if retarget else None, declared)
+            bitcode = plan.bitcode(None if job_module.indirect else {value.name for value in values})
             library = llvm.parse_bitcode(bitcode, context=job_module.context)
         except (RuntimeError, OSError) as exc:
             raise RuntimeError(f"cannot read bitcode library '{path}': {str(exc).strip()}") from exc
         with library:
             _link_library(module, library, declared)
+        job_module.indirect = job_module.indirect or plan.indirect
     return job_module
 
 

@@ -25,7 +25,7 @@ from ..util import mlirtext
 from ..errors import CompileError
 from ..util.fsutil import read_source
 from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
-                       value_end)
+                       unpreceded, value_end)
 from ..util.mlirops import gpu_module_header, header_end, op_spans
 from ..llvm.mlirtools import TRANSLATED_DIALECTS
 from .planning import check_options, plan, planned_dumps
@@ -58,8 +58,10 @@ _ALIAS_DEF = re.compile(r"([#!])([\w$.\-]+)[ \t]*=")
 _TOP_MODULE = re.compile(r"(?:builtin\.)?module\b")
 _GENERIC_OP = re.compile(r'"([A-Za-z_][\w$]*\.[\w$.]+)"\s*\(')
 _STRUCTURAL_OPS = {"gpu.module", "builtin.module", "gpu.launch", "gpu.launch_func", "gpu.binary"}
-_LAUNCH = re.compile(r"(?<![\w.$])gpu\.launch(?![\w.$])")
-_OPS = re.compile(r"(?<![\w.$%#!@^])([a-z_][a-z0-9_]*\.[a-z_][\w.]*)")
+# Found with mlirtext.unpreceded: launches not after a _NAME_CHAR, op names not after an _OP_BEFORE.
+_LAUNCH, _HOST_LAUNCH = re.compile(r"gpu\.launch(?![\w.$])"), re.compile(r"gpu\.launch(?:_func)?(?![\w.$])")
+_OPS = re.compile(r"([a-z_][a-z0-9_]*\.[a-z_][\w.]*)")
+_NAME_CHAR, _OP_BEFORE = re.compile(r"[\w.$]"), re.compile(r"[\w.$%#!@^]")
 
 
 def _gpu_module(st, name_end, aliases, lists):
@@ -80,7 +82,7 @@ def _gpu_module(st, name_end, aliases, lists):
 def _body_facts(st, start, end):
     """The symbols named and the ops used in [start, end)."""
     symbols = frozenset(match.group(1) for match in SYMBOL.finditer(st.clean, start, end))
-    ops = frozenset(_OPS.findall(st.masked, start, end))
+    ops = frozenset(match.group(1) for match in unpreceded(_OPS, st.masked, _OP_BEFORE, start, end))
     return symbols, ops
 
 
@@ -167,7 +169,7 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
         if symbol:
             owner = read_symbol(clean, symbol.start())[0]
             symbols.add(owner)
-        for launch in _LAUNCH.finditer(masked, head_end, span_end):
+        for launch in unpreceded(_LAUNCH, masked, _NAME_CHAR, head_end, span_end):
             region_open = masked.find("{", launch.end(), span_end)
             if region_open < 0 or "@" in masked[launch.end() : region_open]:
                 raise Unreadable("gpu.launch naming its module or function")
@@ -195,7 +197,7 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
             pending = []
     modules += pending
     lowering = any(not module.targets for module in modules)
-    host = bool(re.search(r"(?<![\w.$])gpu\.launch(?:_func)?(?![\w.$])", masked))
+    host = next(unpreceded(_HOST_LAUNCH, masked, _NAME_CHAR), None) is not None
     direct = (only_targeted_modules and bool(modules) and not host and "llvm.di_" not in masked
               and len({module.name for module in modules}) == len(modules)
               and all(attr.target.parameter_problem(attr.params) is None
@@ -371,14 +373,14 @@ def pieces_key(modules):
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
-_DIALECT_PREFIX = re.compile(r"(?<![\w$.#!])[#!]([A-Za-z_][\w$]*)\.")
+_DIALECT_PREFIX, _DIALECT_BEFORE = re.compile(r"[#!]([A-Za-z_][\w$]*)\."), re.compile(r"[\w$.#!]")  # unpreceded
 
 
 def _names_untranslated_dialect(text):
     """Whether `text` (comments and strings included: a false match only costs a read by mlir-opt) names
     `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
     translated = TRANSLATED_DIALECTS | {target.attribute.split(".")[0] for target in TARGETS.values()}
-    return any(name not in translated for name in _DIALECT_PREFIX.findall(text))
+    return any(match.group(1) not in translated for match in unpreceded(_DIALECT_PREFIX, text, _DIALECT_BEFORE))
 
 
 def direct_source(path, options):

@@ -13,14 +13,15 @@ from ..errors import CompileError, CompileWarning
 from ..util.fsutil import read_source
 from . import lowering
 from ..compile_options import hint
-from ..util.mlirops import function_attribute_names, gpu_module_header, op_spans
-from ..util.mlirtext import SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, target_list
+from ..util.mlirops import first_gpu_module, function_attribute_names, gpu_module_header, op_spans
+from ..util.mlirtext import (SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, target_list,
+                             unpreceded)
 from ..llvm.mlirtools import run_mlir_tool
 from ..targets import TARGETS, target_for_attribute
 from ..targets.base import TargetAttr
 
-_MODULE_HEAD = re.compile(r'^  gpu\.module @("(?:[^"\\]|\\.)*"|[\w$.\-]+)\s*(<#[^\[{]*>)?')
-_LOC = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)\s*$')
+_MODULE_HEAD = re.compile(r'^  gpu\.module @("[^"\\]*(?:\\.[^"\\]*)*"|[\w$.\-]+)\s*(<#[^\[{]*>)?')  # strings: mlirtext
+_LOC = re.compile(r'loc\("[^"\\]*(?:\\.[^"\\]*)*":(\d+):\d+\)\s*$')
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _source_line(path, line):
 _OWN_PIPELINE = ("the built-in lowering takes gpu, arith, math, memref, scf, cf and affine code; give your own "
                  f"pipeline with {hint('lowering')}")
 _OP_AT_LINE_START = re.compile(r"^[ \t]*(?:%[^=\n]*=[ \t]*)?([a-z_][\w$]*)\.([\w$.]+)", re.M)
-_LOC_IN_LINE = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):\d+\)')
+_LOC_IN_LINE = re.compile(r'loc\("[^"\\]*(?:\\.[^"\\]*)*":(\d+):\d+\)')
 
 
 def check_lowerable(modules, target, path, chips, features, opt_level):
@@ -258,9 +259,7 @@ def _kernels_with_attributions(text):
     """The `gpu.kernel` llvm.funcs directly in the gpu.module `text` with an `llvm.workgroup_attribution`
     parameter."""
     st = Structure(text)
-    head = re.search(r"(?<![\w.$])gpu\.module\b", st.masked)
-    if head is None:
-        raise Unreadable("no gpu.module")
+    head = first_gpu_module(st)
     body = gpu_module_header(st, head.end()).body
     found = []
     for op, _start, name_end, span_end in op_spans(st, body + 1, st.closing[body], st.depth_at(body + 1)):
@@ -279,9 +278,12 @@ HOST_PIPELINE = (
 )
 
 
+_LAUNCH, _NAME_CHAR = re.compile(r"gpu\.launch(?:_func)?\b"), re.compile(r"[\w.]")  # not after [\w.]
+
+
 def has_host_code(text):
     """True when host code launches kernels (`gpu.launch_func`, or `gpu.launch` to be outlined)."""
-    return re.search(r"(?<![\w.])gpu\.launch(?:_func)?\b", text) is not None
+    return next(unpreceded(_LAUNCH, text, _NAME_CHAR), None) is not None
 
 
 def replace_modules(text, pieces):

@@ -9,7 +9,8 @@ normalise the text, or step aside.
 import re
 from dataclasses import dataclass
 
-from .mlirtext import SYMBOL, Structure, Unreadable, matching_close, read_symbol, skip_space, symbol_name
+from .mlirtext import (SYMBOL, Structure, Unreadable, matching_close, read_symbol, skip_space, symbol_name,
+                       unpreceded)
 
 # An op name first on its line (after a result's `%x =`), or right after a `{` or `}` on the same line.
 _CANDIDATE = re.compile(r"(?:^[ \t]*(?:%[^\n={}]*=[ \t]*)?|(?<=[{}])[ \t]*)"
@@ -17,6 +18,8 @@ _CANDIDATE = re.compile(r"(?:^[ \t]*(?:%[^\n={}]*=[ \t]*)?|(?<=[{}])[ \t]*)"
 
 
 _GENERIC_FUNC = re.compile(r'"llvm\.func"\s*\(')
+_GPU_MODULE = re.compile(r"gpu\.module\b")  # not after [\w.$] (see first_gpu_module)
+_NAME_CHAR = re.compile(r"[\w.$]")
 
 
 def op_spans(st, start, end, depth):
@@ -78,10 +81,15 @@ def gpu_module_header(st, name_end):
 def _only_gpu_module(text):
     """The Structure of `text` (one gpu.module's text) and where its op name ends."""
     st = Structure(text)
-    head = re.search(r"(?<![\w.$])gpu\.module\b", st.masked)
+    return st, first_gpu_module(st)
+
+
+def first_gpu_module(st):
+    """The match of the first `gpu.module` op name in the Structure `st` (not part of a longer name)."""
+    head = next(unpreceded(_GPU_MODULE, st.masked, _NAME_CHAR), None)
     if head is None:
         raise Unreadable("no gpu.module")
-    return st, head
+    return head
 
 
 def as_builtin_module(text):
