@@ -113,3 +113,31 @@ def test_a_plugin_that_cannot_load_is_one_line(tmp_path):
                          env=dict(ENV, MLIRGPU_TARGETS="no_such_target_module"))
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
     assert "MLIRGPU_TARGETS names 'no_such_target_module'" in run.stderr
+
+
+def test_the_design_page_names_every_module():
+    """docs/design.md's map of the rooms names every subpackage and module, so the map cannot fall behind."""
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as handle:
+        words = set(re.findall(r"[A-Za-z_]+", handle.read()))
+    missing = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        if folder != PACKAGE and os.path.basename(folder) not in words:
+            missing.append(os.path.relpath(folder, PACKAGE))
+        missing += [os.path.relpath(os.path.join(folder, name), PACKAGE) for name in files
+                    if name.endswith(".py") and name not in ("__init__.py", "__main__.py") and name[:-3] not in words]
+    assert missing == []
+
+
+def test_no_module_is_over_450_lines():
+    """A module that grows past this holds more than one concern: split it by concern."""
+    long = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    count = sum(1 for _ in handle)
+                if count > 450:
+                    long.append(f"{os.path.relpath(os.path.join(folder, name), PACKAGE)}: {count}")
+    assert long == []

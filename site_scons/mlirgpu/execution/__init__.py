@@ -1,0 +1,2 @@
+"""The speed machinery behind one door (compiles): worker processes, zygotes, batched translations, fork
+servers, Dask."""

@@ -1,0 +1,1 @@
+"""CI artifacts made from the compiles' records: the manifest, baseline rules, human reports, the archive."""

@@ -1,0 +1,1 @@
+"""The SCons tool `mlirgpu` in parts (tool.py has `generate`/`exists`; the package itself is the tool)."""
