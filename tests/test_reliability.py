@@ -22,7 +22,7 @@ ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
 FAKES = {
     "segfault": "#!/bin/sh\nkill -SEGV $$\n",
     "garbage": "#!/bin/sh\nprintf '\\001\\002 @@@ not a real tool @@@\\n' >&2\nexit 3\n",
-    "hang": "#!/bin/sh\nsleep 60\n",
+    "hang": "#!/bin/sh\necho \"$*\" >> \"$0.runs\"\nsleep 60\n",  # each run's arguments, for counting them
     "partial": "#!/bin/sh\nfor a in \"$@\"; do case \"$prev\" in -o) printf 'half' > \"$a\";; esac; prev=$a; done\nexit 1\n",
 }
 
@@ -80,6 +80,12 @@ def test_cli_survives_broken_tools(tool, kind, tmp_path, served):
     assert expected in line, line
     assert not out.exists() and "Traceback" not in run.stderr
     assert os.listdir(tmp_path / "tmp") == []  # temporary files are removed, also after a failure
+    if kind == "hang":  # one run past the time limit is the answer: no tool that hung is run for the input again
+        folder = {"ptxas": os.path.join(cuda, "bin"), "ld.lld": os.path.join(rocm, "llvm", "bin"),
+                  "mlir-translate": mlir}[tool]
+        with open(os.path.join(folder, tool + ".runs"), encoding="utf-8") as handle:
+            runs = [line for line in handle.read().splitlines() if line not in ("--version", "--help")]  # not probes
+        assert len(runs) == 1, runs
 
 
 SCONSTRUCT = """\

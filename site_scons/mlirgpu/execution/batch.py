@@ -7,6 +7,7 @@ import threading
 
 from ..errors import CompileError
 from ..llvm.mlirtools import translate_pieces
+from ..llvm.process import ToolTimedOut
 from ..pipeline.scan import direct_source, pieces_key
 
 
@@ -22,7 +23,10 @@ def translate_many(paths, at_least=2):
     if not batch or len(batch) < at_least:
         return {}
     try:
-        irs = translate_pieces([module.text for _path, modules in batch for module in modules], "<batch>")
+        irs = translate_pieces([module.text for _path, modules in batch for module in modules],
+                               batch[0][0] if len(batch) == 1 else "<batch>")
+    except ToolTimedOut:
+        raise  # a hanging mlir-translate: the caller says so instead of running it again
     except CompileError:
         return {}
     result = {}

@@ -12,6 +12,7 @@ import time
 
 from .pool import Pool
 from ..cache import remote as remotecache
+from ..llvm.process import ToolTimedOut
 from ..pipeline.translation import OWN, Translated
 
 _POOL = Pool()  # this process's workers
@@ -82,12 +83,25 @@ def compile_command(source, output, options, tell):
     from .batch import translate_many
 
     started = time.perf_counter()
-    translated = None if warm else translate_many([source], at_least=1).get(source)  # failures: the worker's
+    try:
+        translated = None if warm else translate_many([source], at_least=1).get(source)  # failures: the worker's
+    except ToolTimedOut as exc:  # raised only if the compile translates (a cached one never does)
+        translated = exc
     translating = time.perf_counter() - started
-    result = _here(source, output, options, None, Translated(lambda: translated) if translated else OWN)
+    result = _here(source, output, options, None, Translated(_given(translated)) if translated else OWN)
     if translated:
         result.timings["translate"] = translating
     return result
+
+
+def _given(translated):
+    """The ahead translation for a Translated translator: the entry, or the timeout that translating it met."""
+    def given():
+        if isinstance(translated, ToolTimedOut):
+            raise translated
+        return translated
+
+    return given
 
 
 class BuildSession:

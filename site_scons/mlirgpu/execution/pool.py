@@ -15,6 +15,7 @@ import threading
 
 from . import processes, protocol
 from ..errors import CompileError, InternalError
+from ..llvm.process import ToolTimedOut
 from ..pipeline.translation import OWN
 
 
@@ -24,9 +25,12 @@ class WorkerCrashed(CompileError):
 
 def _answered(given):
     """`given()` for a worker that waits for it, or None if it fails: the worker must be answered either way
-    (the value is only a head start, as a build's batch translation is)."""
+    (the value is only a head start, as a build's batch translation is). A translation that ran past the time
+    limit is answered as that error, so the worker does not wait for mlir-translate again."""
     try:
         return given()
+    except ToolTimedOut as exc:
+        return exc
     except Exception:  # noqa: BLE001 - see above
         return None
 

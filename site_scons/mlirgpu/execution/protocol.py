@@ -18,6 +18,7 @@ import pickle
 import struct
 
 from ..llvm import process
+from ..errors import CompileError
 from ..llvm.process import passed_fds
 from ..util import fsutil
 
@@ -64,13 +65,18 @@ def send_progress(stream, what, where):
 
 
 def ask_caller(to_caller, from_caller):
-    """The worker: the caller's translation of the source (see send_answer)."""
+    """The worker: the caller's translation of the source (see send_answer); raises the error the caller's
+    translation met when it answers with one."""
     _send(to_caller, ("ask", None))
-    return _receive(from_caller)
+    answer = _receive(from_caller)
+    if isinstance(answer, CompileError):
+        raise answer
+    return answer
 
 
 def send_answer(stream, value):
-    """The caller: the answer to an `ask`, always sent (None: the worker translates on its own)."""
+    """The caller: the answer to an `ask`, always sent (None: the worker translates on its own; a CompileError:
+    the worker's compile fails with it)."""
     _send(stream, value)
 
 

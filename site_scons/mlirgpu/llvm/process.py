@@ -30,6 +30,10 @@ class ToolCrashed(CompileError):
     """A tool was killed by a signal (a crash, not a diagnostic): a caller may know another way round."""
 
 
+class ToolTimedOut(CompileError):
+    """A tool ran past the time limit: not the input's fault, so no caller runs it again another way round."""
+
+
 def timeout():
     """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week in ASCII
     digits; anything else is an error naming the variable, never a silent default."""
@@ -295,7 +299,7 @@ def run(argv, what, *, input=None):
     try:
         result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
     except subprocess.TimeoutExpired as exc:
-        raise CompileError(f"{what}: {name} did not finish within {timeout():g} s",
+        raise ToolTimedOut(f"{what}: {name} did not finish within {timeout():g} s",
                            fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc
     except OSError as exc:
         raise CompileError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from exc

@@ -271,10 +271,10 @@ def tool_output(tool, args):
         return None
 
     def run():
-        from .process import bounded
+        from .process import bounded, timeout
 
-        try:
-            result = bounded([tool, *args], 10)
+        try:  # a version or help text comes at once: within 10 s, or the tool time limit when that is shorter
+            result = bounded([tool, *args], min(10, timeout()))
         except subprocess.TimeoutExpired:
             return ""  # remembered as printing nothing: a tool that hangs is not asked again (its file is known)
         except (OSError, subprocess.SubprocessError):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from . import compileentry, embed, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
+from ..llvm.process import ToolTimedOut
 from ..cache import remote as remotecache
 from ..util import trace
 from .dumps import DumpFolder
@@ -198,6 +199,8 @@ def _translate(source, loaded, jobs, options, translator):
     direct = loaded.modules[0].direct
     try:
         return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules), True
+    except ToolTimedOut:
+        raise  # a hanging mlir-translate would hang again on the normalised modules
     except CompileError:
         if not direct:
             raise
