@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 
 import fast  # noqa: E402
 import fleet  # noqa: E402
+import pipelines  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 from mlirgpu.llvm import toolchain  # noqa: E402
 from mlirgpu.pipeline.stages import STAGES  # noqa: E402
@@ -297,6 +298,18 @@ def ratio(a, b):
 
 def report(results):
     lines = []
+    for keys, part in (("full", _full_report), ("latency", _latency_report), ("null", _null_report),
+                       ("scan", _scan_report), ("incremental", _incremental_report),
+                       ("ninja single cutoff scons_one_edited", fast_report), ("profile", _profile_report)):
+        if all(key in results for key in keys.split()):  # a run of some sections (--only) reports those
+            lines.extend(part(results))
+    lines.extend(pipelines.report(results, paired))
+    lines.extend(fleet.report(results))
+    return "\n".join(lines)
+
+
+def _full_report(results):
+    lines = []
     full = results["full"]
     lines.append("Full build, corpus of %d sources (median s, min-max; median CPU s; peak memory (PSS) of the "
                  "process tree)" % results["corpus_sources"])
@@ -322,25 +335,45 @@ def report(results):
     floor = full["SCons floor -j2 DUMP=1"]["median"] - full["SCons floor -j2 DUMP=0"]["median"]
     lines.append(f"  what DUMP=1 adds: ours {ours:+.2f} s; SCons's floor for the same extra targets and files "
                  f"{floor:+.2f} s, {floor / full['ours -j2 DUMP=0']['median'] * 100:.1f}% of our DUMP=0 build")
-    lines.append("Single-source latency (median s): ours / upstream = ratio")
+    return lines
+
+
+def _latency_report(results):
+    lines = ["Single-source latency (median s): ours / upstream = ratio"]
     for label, value in results["latency"].items():
         lines.append(f"  {label:8s} {value['ours']['median']:.3f} / {value['upstream']['median']:.3f} = "
                      f"{ratio(value['ours'], value['upstream']):.2f}")
-    lines.append("Null build with dumps (median s): ours / SCons floor (same target count) = ratio")
+    return lines
+
+
+def _null_report(results):
+    lines = ["Null build with dumps (median s): ours / SCons floor (same target count) = ratio"]
     for size, value in results["null"].items():
         lines.append(f"  {size:>5s} sources, {value['targets']} targets: {value['ours']['median']:.2f} / "
                      f"{value['floor']['median']:.2f} = {ratio(value['ours'], value['floor']):.2f}")
-    lines.append("Scan of a file of N modules: `mlirgpu list-outputs` / `mlir-opt FILE` (median s) = ratio")
+    return lines
+
+
+def _scan_report(results):
+    lines = ["Scan of a file of N modules: `mlirgpu list-outputs` / `mlir-opt FILE` (median s) = ratio"]
     for size, value in results["scan"].items():
         lines.append(f"  {size:>6s} modules: {value['ours']['median']:.2f} / {value['upstream']['median']:.2f} = "
                      f"{ratio(value['ours'], value['upstream']):.2f}")
+    return lines
+
+
+def _incremental_report(results):
     inc = results["incremental"]
+    lines = []
     lines.append(f"Incremental, one of {results['incremental_sources']} sources touched (median s): ours "
                  f"{inc['ours']['median']:.2f} / upstream {inc['upstream']['median']:.2f} = "
                  f"{ratio(inc['ours'], inc['upstream']):.2f}")
-    lines.extend(fast_report(results))
-    lines.extend(fleet.report(results))
+    return lines
+
+
+def _profile_report(results):
     prof = results["profile"]
+    lines = []
     lines.append(f"Where the time goes (-j1 build {prof['build_seconds']:.2f} s, in compiles "
                  f"{prof['compile_seconds']:.2f} s):")
     stages = {stage.suffix for stage in STAGES}
@@ -348,7 +381,7 @@ def report(results):
         lines.append(f"  {'stage' if stage in stages else 'step ':5s} {stage:12s} {value:7.2f} s")
     for tool, value in sorted(prof["tools"].items(), key=lambda kv: -kv[1]["seconds"]):
         lines.append(f"  tool  {tool:12s} {value['seconds']:7.2f} s in {value['runs']} runs")
-    return "\n".join(lines)
+    return lines
 
 
 def fast_report(results):
@@ -386,6 +419,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repetition (CI smoke run)")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
+    parser.add_argument("--only", default="", help="comma-separated sections to run (default: all), e.g. "
+                        "full,null,remote_cache,pipelines_cold,pip_served")
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 7)
     sources = 6 if args.quick else 40
@@ -403,22 +438,9 @@ def main(argv=None):
         count = write_corpus(corpus_dir, sources)
         timed(SCONS + ["-Q", "-j2", "DUMP=1"], corpus_dir)  # warm caches (device libraries, page cache)
         results = {"corpus_sources": count, "incremental_sources": incr, "quick": args.quick}
-        floor_dir = write_dump_floor(base, corpus_dir)
-        results["full"] = full_builds(corpus_dir, floor_dir, reps, (2,) if args.quick else (2, 1))
-        results["latency"] = latency(corpus_dir, reps, corpus_latency_files(corpus_dir))
-        results["null"] = null_builds(base, null_sizes, reps)
-        results["incremental"] = incremental(base, incr, reps)
-        results["scons_one_edited"] = fast.scons_one_edited(os.path.join(base, f"incr{incr}"), base, reps, interleave,
-                                                            SCONS, write_floor, toolchain)
-        results["ninja"] = fast.ninja_builds(corpus_dir, base, reps, interleave, toolchain)
-        results["single"] = fast.single_source(corpus_dir, base, reps, interleave, corpus_latency_files(corpus_dir),
-                                               toolchain)
-        results["cutoff"] = fast.early_cutoff(base, reps, interleave, cuda_root())
-        results["scan"] = scan_scaling(base, (100,) if args.quick else (1000, 10000), reps)
-        results["profile"] = profile(corpus_dir)
-        results["remote_cache"] = fleet.remote_cache(base, corpus_dir, reps, SCONS, timed)
-        results["scaling"] = fleet.scaling(base, 10 if args.quick else 200, 1 if args.quick else min(reps, 2), SCONS,
-                                           timed, write_corpus, (1, 2) if args.quick else (1, 2, 4))
+        for name, measure in sections(args, base, corpus_dir, reps, incr, null_sizes).items():
+            if not args.only or name in args.only.split(","):
+                results[name] = measure()
     finally:
         shutil.rmtree(base, ignore_errors=True)
     with open(os.path.join(args.out, "results.json"), "w") as handle:
@@ -428,6 +450,30 @@ def main(argv=None):
         handle.write(text + "\n")
     print(text)
     return 0
+
+
+def sections(args, base, corpus_dir, reps, incr, null_sizes):
+    """Every section of the benchmark, by its key in results.json, in the order they run."""
+    latency_files = corpus_latency_files(corpus_dir)
+    return {
+        "full": lambda: full_builds(corpus_dir, write_dump_floor(base, corpus_dir), reps,
+                                    (2,) if args.quick else (2, 1)),
+        "latency": lambda: latency(corpus_dir, reps, latency_files),
+        "null": lambda: null_builds(base, null_sizes, reps),
+        "incremental": lambda: incremental(base, incr, reps),
+        "scons_one_edited": lambda: fast.scons_one_edited(os.path.join(base, f"incr{incr}"), base, reps, interleave,
+                                                          SCONS, write_floor, toolchain),
+        "ninja": lambda: fast.ninja_builds(corpus_dir, base, reps, interleave, toolchain),
+        "single": lambda: fast.single_source(corpus_dir, base, reps, interleave, latency_files, toolchain),
+        "cutoff": lambda: fast.early_cutoff(base, reps, interleave, cuda_root()),
+        "scan": lambda: scan_scaling(base, (100,) if args.quick else (1000, 10000), reps),
+        "profile": lambda: profile(corpus_dir),
+        "remote_cache": lambda: fleet.remote_cache(base, corpus_dir, reps, SCONS, timed),
+        "pipelines_cold": lambda: pipelines.cold_scons(base, reps, interleave, SCONS, clean, toolchain),
+        "pip_served": lambda: pipelines.pip_served(base, reps, interleave, toolchain, fast.ninja()),
+        "scaling": lambda: fleet.scaling(base, 10 if args.quick else 200, 1 if args.quick else min(reps, 2), SCONS,
+                                         timed, write_corpus, (1, 2) if args.quick else (1, 2, 4)),
+    }
 
 
 def corpus_latency_files(corpus_dir):
