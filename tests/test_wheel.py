@@ -93,3 +93,76 @@ def test_a_pip_user_builds_a_cmake_project(installed, tmp_path):
     assert built.returncode == 0, built.stdout + built.stderr
     test = subprocess.run(["ctest", "--test-dir", str(build)], capture_output=True, text=True, env=env)
     assert test.returncode == 0 and "100% tests passed" in test.stdout, test.stdout
+
+
+def _served_commands(mlirgpu, env):
+    status = subprocess.run([mlirgpu, "server", "status"], env=env, capture_output=True, text=True, timeout=60).stdout
+    return int(status.split("served ")[1].split()[0])
+
+
+@pytest.fixture
+def user(installed, tmp_path):
+    """A pip user's environment with a user cache and a compile server folder of its own (the server stopped
+    after the test), and a folder on PYTHONPATH whose sitecustomize leaves a mark whenever a Python starts."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(f"open({str(tmp_path / 'python-started')!r}, 'a').close()\n")
+    server = tmp_path / "server"
+    server.mkdir(mode=0o700)
+    env = dict(clean_environment(installed), XDG_CACHE_HOME=str(tmp_path / "user-cache"), MLIRGPU_SERVER="on",
+               MLIRGPU_SERVER_DIR=str(server), MLIRGPU_CACHE="off", PYTHONPATH=str(probe))
+    yield env
+    subprocess.run([str(installed / "bin" / "mlirgpu"), "server", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def test_a_pip_users_first_server_builds_the_launcher_and_recipes_run_it(installed, user, tmp_path):
+    """No bootstrap: the first compile server builds the native launcher into the user's cache; `mlirgpu
+    --launcher` names that file, and a compile run through it is served without starting Python (the probe's
+    sitecustomize marks every Python start), with the object the Python script's compile makes."""
+    script = str(installed / "bin" / "mlirgpu")
+    started = subprocess.run([script, "server", "start"], env=user, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    built = glob.glob(str(tmp_path / "user-cache" / "scons-mlir-gpu" / "launcher" / "mlirgpu-*"))
+    for _ in range(600):
+        if built and os.access(built[0], os.X_OK):
+            break
+        subprocess.run(["sleep", "0.1"])
+        built = glob.glob(str(tmp_path / "user-cache" / "scons-mlir-gpu" / "launcher" / "mlirgpu-*"))
+    assert built, "the server built no launcher"
+    found = subprocess.run([script, "--launcher"], env=user, capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0 and found.stdout.strip() == built[0] and not found.stderr, found.stderr
+    with open(built[0], "rb") as handle:
+        assert handle.read(4) == b"\x7fELF"
+    source = os.path.join(EXAMPLE, "scale.mlir")
+    compile_ = ["compile", source, "--target", "rocdl", "--dump-intermediates", "d"]
+    before = _served_commands(script, user)
+    os.unlink(tmp_path / "python-started")
+    run = subprocess.run([built[0], *compile_, "-o", "native.o"], cwd=tmp_path, env=user, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert not (tmp_path / "python-started").exists(), "the launcher started Python"
+    assert _served_commands(script, user) == before + 1
+    subprocess.run([script, *compile_, "-o", "python.o"], cwd=tmp_path, env=dict(user, MLIRGPU_SERVER="off"),
+                   check=True, timeout=120)
+    assert (tmp_path / "python-started").exists()  # the probe does see a Python start
+    assert (tmp_path / "native.o").read_bytes() == (tmp_path / "python.o").read_bytes()
+
+
+def test_without_a_c_compiler_the_launcher_is_the_python_script(installed, user):
+    found = subprocess.run([str(installed / "bin" / "mlirgpu"), "--launcher"], env=dict(user, CC="/nonexistent/cc"),
+                           capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0 and found.stdout.strip() == str(installed / "bin" / "mlirgpu"), found.stderr
+    assert found.stderr.startswith("mlirgpu: warning: no native launcher: ") and "(fix: " in found.stderr
+
+
+def test_install_launcher_puts_it_over_pips_script(installed, user, tmp_path):
+    """`mlirgpu --install-launcher`: the venv's `mlirgpu` becomes the native launcher (as tools/bootstrap makes
+    it), and it still runs every command (`--version` goes to the Python client). Last in this file: it changes
+    the shared venv's command, which still behaves as the script did."""
+    script = installed / "bin" / "mlirgpu"
+    assert script.read_bytes()[:2] == b"#!"
+    run = subprocess.run([str(script), "--install-launcher"], env=user, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert script.read_bytes()[:4] == b"\x7fELF"
+    version = subprocess.run([str(script), "--version"], env=user, capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("mlirgpu "), version.stderr

@@ -16,6 +16,12 @@ cmake_policy(PUSH)
 cmake_policy(VERSION 3.20)  # recorded by the function below: DEPFILE paths as Ninja needs them (CMP0116) etc.
 
 get_filename_component(MLIRGPU_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+if(MLIRGPU_COMMAND)  # a launcher removed with the user's cache since the last configure: found again
+  list(GET MLIRGPU_COMMAND 0 program)
+  if(IS_ABSOLUTE "${program}" AND NOT EXISTS "${program}")
+    unset(MLIRGPU_COMMAND CACHE)
+  endif()
+endif()
 if(NOT MLIRGPU_COMMAND)
   # The `mlirgpu` of the environment this package is installed in (a venv's bin/ beside lib/pythonX.Y/), else
   # the one on PATH.
@@ -24,7 +30,14 @@ if(NOT MLIRGPU_COMMAND)
     message(FATAL_ERROR "MLIRGPU: no `mlirgpu` command found (fix: pip install scons-mlir-gpu in the environment "
                         "on PATH, or set -DMLIRGPU_COMMAND=\"/path/to/python;-m;mlirgpu\")")
   endif()
-  set(MLIRGPU_COMMAND "${MLIRGPU_EXECUTABLE}" CACHE STRING "How to run mlirgpu (a list: program and arguments)")
+  # Each compile runs the installation's native launcher (no Python start-up per compile; `mlirgpu --launcher`
+  # builds it into the user's cache on first use), else the command found.
+  execute_process(COMMAND "${MLIRGPU_EXECUTABLE}" --launcher OUTPUT_VARIABLE launcher
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE failed)
+  if(failed OR NOT EXISTS "${launcher}")
+    set(launcher "${MLIRGPU_EXECUTABLE}")
+  endif()
+  set(MLIRGPU_COMMAND "${launcher}" CACHE STRING "How to run mlirgpu (a list: program and arguments)")
 endif()
 
 set(GPU_TARGET "" CACHE STRING "Target of gpu.modules that carry none: nvvm, rocdl or xevm")

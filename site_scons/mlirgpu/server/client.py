@@ -8,7 +8,9 @@ first use), and exits with the command's exit code: the outputs, messages and ex
 A server that does not start, does not answer within `$MLIRGPU_SERVER_TIMEOUT` seconds (default 10), dies
 before the command ended, or answers something else, costs one warning line and an in-process compile.
 
-`mlirgpu server start|stop|status` (mlirgpu.execution.rendezvous) starts one now, stops it, or says what it served.
+`mlirgpu server start|stop|status` (mlirgpu.execution.rendezvous) starts one now, stops it, or says what it served;
+`mlirgpu --launcher` prints the native launcher of this installation and `mlirgpu --install-launcher [PATH]`
+installs it (mlirgpu.server.launcher).
 """
 import os
 import resource
@@ -130,6 +132,10 @@ def _warn(text):
 def main(argv=None):
     command = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--launcher"], ["--install-launcher"]):
+        from . import launcher
+
+        return launcher.main(argv)
     problem = _folder_problem() if argv[:1] and argv[0] in SERVED else None
     if problem:
         sys.stderr.write(f"mlirgpu: error: {problem}\n")

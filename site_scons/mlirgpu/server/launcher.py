@@ -6,19 +6,27 @@ running compile server of this installation itself and becomes the Python client
 else, so outputs, messages and exit codes stay the Python client's.
 
     python -m mlirgpu.server.launcher DESTINATION     build it for this installation and install it at DESTINATION
+    mlirgpu --launcher                                print this installation's launcher (built on first use)
+    mlirgpu --install-launcher [DESTINATION]          install it over the `mlirgpu` script pip wrote (or DESTINATION)
 
 tools/bootstrap installs it over the virtual environment's `mlirgpu` script (where a C compiler is found; the
-Python script stays otherwise). It is built for one installation: the Python it becomes, and the socket name of
-this installation's server (mlirgpu.execution.rendezvous), are compiled in. It checks the server's card (its fingerprint
+Python script stays otherwise). An installation pip made without the bootstrap gets it too: the compile server,
+on its first start, builds it into the user's cache (`scons-mlir-gpu/launcher/`, one file per launcher.c, Python
+and installation) in a child of its own, and `mlirgpu --launcher` prints that file, which is what the CMake
+package and the Meson recipe run for each compile. It is built for one installation: the Python it becomes,
+and the socket name of this installation's server (mlirgpu.execution.rendezvous), are compiled in. It checks the server's card (its fingerprint
 and the files it is made of, which the server writes with `write_card`) before every request, so an edited or
 upgraded package is still seen.
 """
+import hashlib
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 
+from ..cache.store import user_cache_root
 from ..execution import rendezvous
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.c")
@@ -29,11 +37,15 @@ def _c_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _socket_name():
+    return os.path.basename(rendezvous.socket_path(""))[: -len(".sock")]
+
+
 def build(destination, python=None):
     """Compile launcher.c for this installation (becoming `python`, default this one) and put it at
     `destination` atomically; None, or the reason it could not be built."""
     python = python or os.path.abspath(sys.executable)
-    socket = os.path.basename(rendezvous.socket_path(""))[: -len(".sock")]
+    socket = _socket_name()
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or "cc"]
     partial = f"{destination}.{os.getpid()}.partial"
     try:
@@ -49,6 +61,34 @@ def build(destination, python=None):
         if os.path.exists(partial):
             os.unlink(partial)
     return None
+
+
+def cached():
+    """Where this installation's launcher is kept in the user's cache: a file per launcher.c, Python and
+    installation (the server's socket name), so an upgrade, another venv or another Python gets its own."""
+    with open(SOURCE, "rb") as handle:
+        key = hashlib.sha256(b"\0".join([handle.read(), os.path.abspath(sys.executable).encode(),
+                                          _socket_name().encode()])).hexdigest()[:16]
+    return os.path.join(user_cache_root(), "launcher", f"mlirgpu-{key}")
+
+
+def ensure():
+    """(path, None) of this installation's launcher in the user's cache, built there now if it is missing; or
+    (None, why) where it cannot be built (no C compiler: the Python client then serves every command)."""
+    path = cached()
+    if os.access(path, os.X_OK):
+        return path, None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as exc:
+        return None, f"cannot make {os.path.dirname(path)}: {exc.strerror}"
+    problem = build(path)
+    return (None, problem) if problem else (path, None)
+
+
+def script():
+    """The `mlirgpu` command pip installed for this Python (the Python client's script)."""
+    return os.path.join(sysconfig.get_path("scripts"), "mlirgpu")
 
 
 def write_card(directory):
@@ -80,15 +120,46 @@ def card_path(directory):
     return rendezvous.socket_path(directory)[: -len(".sock")] + ".card"
 
 
-def main(argv):
-    if len(argv) != 1:
-        sys.stderr.write("usage: python -m mlirgpu.server.launcher DESTINATION\n")
-        return 2
-    problem = build(argv[0])
+def print_launcher():
+    """`mlirgpu --launcher`: print the program a build recipe runs as `mlirgpu` for each compile: this
+    installation's launcher (built into the user's cache if it is not there yet), else, with a warning saying
+    why, the Python script pip installed, which serves the same commands a little slower."""
+    path, problem = ensure()
     if problem:
-        sys.stderr.write(f"mlirgpu.server.launcher: {problem}; `mlirgpu` stays the Python client\n")
+        sys.stderr.write(f"mlirgpu: warning: no native launcher: {problem}; each command starts Python "
+                         "(fix: install a C compiler, such as Debian's gcc, or name one in CC)\n")
+        path = script() if os.access(script(), os.X_OK) else None
+    if not path:
+        sys.stderr.write(f"mlirgpu: error: no `mlirgpu` command beside {sys.executable} (fix: pip install "
+                         "scons-mlir-gpu into this environment)\n")
+        return 1
+    print(path)
+    return 0
+
+
+def install(destination=None):
+    """`mlirgpu --install-launcher [DESTINATION]`: build the launcher and install it at DESTINATION, by default
+    over the script pip installed (what tools/bootstrap does), so every `mlirgpu` run from PATH is native."""
+    problem = build(destination or script())
+    if problem:
+        sys.stderr.write(f"mlirgpu: error: {problem}; `mlirgpu` stays the Python client (fix: install a C "
+                         "compiler, such as Debian's gcc, or name one in CC)\n")
         return 1
     return 0
+
+
+def main(argv):
+    """`python -m mlirgpu.server.launcher DESTINATION`, and the `mlirgpu` command's `--launcher` and
+    `--install-launcher [DESTINATION]` (mlirgpu.server.client hands them here)."""
+    if argv[:1] == ["--launcher"] and len(argv) == 1:
+        return print_launcher()
+    if argv[:1] == ["--install-launcher"] and len(argv) <= 2:
+        return install(*argv[1:])
+    if len(argv) == 1 and not argv[0].startswith("-"):
+        return install(argv[0])
+    sys.stderr.write("usage: mlirgpu --launcher | mlirgpu --install-launcher [DESTINATION] | "
+                     "python -m mlirgpu.server.launcher DESTINATION\n")
+    return 2
 
 
 if __name__ == "__main__":

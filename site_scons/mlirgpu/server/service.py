@@ -103,6 +103,21 @@ class Server:
         self.runners = Runners(self.offer, self.children, self._forget_in_child)
         gc.freeze()  # the collections of forked commands then leave these objects' pages shared with the server
 
+    def build_launcher(self):
+        """Build this installation's native launcher into the user's cache where it is missing (a pip install
+        without tools/bootstrap: `mlirgpu --launcher` and the build recipes then find it), in a child of its own,
+        so no command waits for the C compiler (mlirgpu.server.launcher)."""
+        if os.access(launcher.cached(), os.X_OK):
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self._forget_in_child(None)
+                launcher.ensure()
+            finally:
+                os._exit(0)
+        self.children.add(pid)
+
     # The loop.
 
     def run(self):
@@ -334,6 +349,7 @@ def main(directory):
     if not server.listen():
         return 0
     server.boot()
+    server.build_launcher()
     server.run()
     return 0
 
