@@ -120,3 +120,34 @@ def test_tool_facts_are_the_users_whatever_the_cache_folder(tmp_path, monkeypatc
     assert not toolchain.identities_known(tools, llvmlite=True)
     toolchain.identities(tools, llvmlite=True)
     assert (tmp_path / "two" / "tools.json").is_file()
+
+
+def test_a_lowering_pipeline_is_expanded_once_per_user_not_per_process(tmp_path, monkeypatch):
+    """mlir-opt's expansion of a `--lowering` pipeline is a fact of the mlir-opt file: a process that has not
+    expanded it (a build tool's, a worker's) reads it from the user's tool facts, with no mlir-opt run, and gets
+    the same pipeline; a pipeline mlir-opt cannot read is never kept, and fails the same way each time."""
+    from mlirgpu.errors import CompileError
+    from mlirgpu.llvm import process
+    from mlirgpu.pipeline import lowering
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    runs = []
+    real_run = process.run
+    monkeypatch.setattr(process, "run", lambda argv, what, **kw: runs.append(what) or real_run(argv, what, **kw))
+    flags = '-gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa"'
+
+    def fresh_process():
+        lowering._expanded.cache_clear()
+        toolchain._tool_memory.clear()
+        toolchain._read_from.clear()
+
+    fresh_process()
+    first = lowering.expand(flags)
+    assert runs == ["expanding the lowering pipeline"] and first.binary["format"] == "isa" and first.before
+    fresh_process()
+    assert lowering.expand(flags) == first and len(runs) == 1
+    for _attempt in range(2):
+        fresh_process()
+        with pytest.raises(CompileError, match="mlir-opt cannot read the lowering pipeline"):
+            lowering.expand("gpu-lower-to-nvvm-pipelin{cubin-chip=sm_80}")
+    assert len(runs) == 5  # each failure: the run and the run for its message
