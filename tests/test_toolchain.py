@@ -138,6 +138,7 @@ def test_a_lowering_pipeline_is_expanded_once_per_user_not_per_process(tmp_path,
 
     def fresh_process():
         lowering._expanded.cache_clear()
+        lowering._expand.cache_clear()
         toolchain._tool_memory.clear()
         toolchain._read_from.clear()
 

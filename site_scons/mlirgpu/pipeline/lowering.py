@@ -193,12 +193,19 @@ def _cut(elements):
 def expand(text, source=None):
     """The Pipeline `text` (any spelling `canonical` reads) stands for; raises a CompileError located in `source`."""
     try:
-        stages = _stages(text)
-        if stages is None:
-            return _cut(_expanded((f"--pass-pipeline={anchored(text.strip())}",)))
-        return _cut(tuple(element for stage in stages if stage for element in _expanded(tuple(stage))))
+        return _expand(text)
     except CompileError as exc:
         raise exc.located(source) if source else exc
+
+
+@functools.lru_cache(maxsize=256)
+def _expand(text):
+    """expand(text), once per process and text: SCons asks it three times per object (options, signature,
+    command line), about a millisecond each, while it reads the build."""
+    stages = _stages(text)
+    if stages is None:
+        return _cut(_expanded((f"--pass-pipeline={anchored(text.strip())}",)))
+    return _cut(tuple(element for stage in stages if stage for element in _expanded(tuple(stage))))
 
 
 def apply(options, source=None):
