@@ -47,11 +47,13 @@ def upstream_chain(source, output, flags, toolchain):
             f"{host} -S -o {host}; }} && {toolchain.llvm_tool('llc')} -filetype=obj {host} -o {shlex.quote(output)}")
 
 
-def write_corpus(folder, toolchain, mlirgpu=None):
+def write_corpus(folder, toolchain, mlirgpu=None, ours_ninja="ours.ninja", count=None):
     """The corpus in `folder`: its sources, an SConstruct (GpuObject with the RUN line's GPU_LOWERING), upstream.mk,
-    and, with `mlirgpu` (the command to run), ours.ninja and upstream.ninja. Returns the number of sources."""
+    and, with `mlirgpu` (the command to run), `ours_ninja` and upstream.ninja; about `count` sources spread over
+    the corpus (all by default; SINGLE always). Returns the number of sources."""
     os.makedirs(folder, exist_ok=True)
     names = sorted(name[: -len(".mlir")] for name in os.listdir(PIPELINES) if name.endswith(".mlir"))
+    names = sorted(set(names[:: max(1, len(names) // count)] if count else names) | {SINGLE})
     sconstruct = ["DefaultEnvironment(tools=[])",
                   f"env = Environment(tools=['mlirgpu'], toolpath=[{os.path.join(ROOT, 'site_scons', 'site_tools')!r}])"]
     make = [f"all: {' '.join(f'out/{name}.o' for name in names)}", "out:", "\tmkdir -p out"]
@@ -68,17 +70,17 @@ def write_corpus(folder, toolchain, mlirgpu=None):
         upstream += [f"build out/{name}.o: upstream {name}.mlir", f"  chain = {chain}"]
     files = {"SConstruct": sconstruct, "upstream.mk": make}
     if mlirgpu:
-        files.update({"ours.ninja": ours, "upstream.ninja": upstream})
+        files.update({ours_ninja: ours, "upstream.ninja": upstream})
     for name, lines in files.items():
         with open(os.path.join(folder, name), "w") as handle:
             handle.write("\n".join(lines) + "\n")
     return len(names)
 
 
-def cold_scons(base, reps, interleave, scons, clean, toolchain):
+def cold_scons(base, reps, interleave, scons, clean, toolchain, count=None):
     """`scons -j2 DUMP=1` of the corpus from clean (no stage cache, no server) against `make -j2` upstream."""
     folder = os.path.join(base, "pipelines")
-    count = write_corpus(folder, toolchain)
+    count = write_corpus(folder, toolchain, count=count)
     env = dict(os.environ, MLIRGPU_CACHE="off", MLIRGPU_SERVER="off")
     subprocess.run(scons + ["-Q", "-j2", "DUMP=1"], cwd=folder, env=env, check=True, capture_output=True)  # warm
     result = interleave({"ours scons -j2 DUMP=1": (scons + ["-Q", "-j2", "DUMP=1"], folder, env),
@@ -124,13 +126,16 @@ def found_command(venv, env):
     return found if asked.returncode == 0 and found and os.access(found, os.X_OK) else script
 
 
-def pip_served(base, reps, interleave, toolchain, ninja):
-    """A pip user's Ninja build of the corpus and one source, with the installation's server warm."""
+def pip_served(base, reps, interleave, toolchain, ninja, count=None):
+    """A pip user's Ninja build of the corpus (its first `count` sources) and one source, with the
+    installation's server warm."""
     venv = pip_venv(base)
     env = user_environment(venv, base)
     command = found_command(venv, env)
     folder = os.path.join(base, "pip-corpus")
-    count = write_corpus(folder, toolchain, mlirgpu=command)
+    script = os.path.join(venv, "bin", "mlirgpu")
+    write_corpus(folder, toolchain, mlirgpu=script, ours_ninja="script.ninja", count=count)  # before --launcher
+    count = write_corpus(folder, toolchain, mlirgpu=command, count=count)
     server = [os.path.join(venv, "bin", "mlirgpu"), "server"]
     subprocess.run(server + ["start"], env=env, check=True, capture_output=True)
 
@@ -144,6 +149,7 @@ def pip_served(base, reps, interleave, toolchain, ninja):
         clean(None, folder)
         subprocess.run([ninja, "-j2", "-f", "ours.ninja"], cwd=folder, env=env, check=True, capture_output=True)
         result = interleave({"ninja ours, pip, server warm": ([ninja, "-j2", "-f", "ours.ninja"], folder, env),
+                             "ninja ours, pip's Python script": ([ninja, "-j2", "-f", "script.ninja"], folder, env),
                              "ninja upstream": ([ninja, "-j2", "-f", "upstream.ninja"], folder, env)}, reps, clean)
         source = SINGLE + ".mlir"
         flags = run_line(os.path.join(PIPELINES, source))
@@ -151,11 +157,12 @@ def pip_served(base, reps, interleave, toolchain, ninja):
         subprocess.run(one, cwd=folder, env=env, check=True, capture_output=True)
         upstream = ["sh", "-c", upstream_chain(source, "one-up.o", flags, toolchain)]
         result["single"] = interleave({"ours, pip, server warm": (one, folder, env),
+                                       "ours, pip's Python script": ([script] + one[1:], folder, env),
                                        "upstream": (upstream, folder, env)}, reps, lambda name, cwd: None)
     finally:
         subprocess.run(server + ["stop"], env=env, capture_output=True)
     result.update(sources=count, command=os.path.basename(os.path.dirname(command)) + "/" + os.path.basename(command),
-                  native=command != os.path.join(venv, "bin", "mlirgpu"))
+                  native=command != script)
     return result
 
 
@@ -170,13 +177,17 @@ def report(results, paired):
                      f"({value['min']:.2f}-{value['max']:.2f})")
     pip = results.get("pip_served")
     if pip:
-        value = paired(pip["ninja ours, pip, server warm"], pip["ninja upstream"])
+        lines.append(f"Pip-installed, server warm, upstream-style corpus ({pip['sources']} sources): median s, "
+                     "ours/upstream per repetition")
         single = pip["single"]
-        one = paired(single["ours, pip, server warm"], single["upstream"])
-        lines.append(f"Pip-installed ({'native launcher' if pip['native'] else 'Python script'}: {pip['command']}), "
-                     f"server warm, upstream-style corpus: Ninja -j2 "
-                     f"{pip['ninja ours, pip, server warm']['median']:.2f} / {pip['ninja upstream']['median']:.2f} s "
-                     f"= {value['median']:.2f} ({value['min']:.2f}-{value['max']:.2f}); one source ({SINGLE}) "
-                     f"{single['ours, pip, server warm']['median']:.3f} / {single['upstream']['median']:.3f} s = "
-                     f"{one['median']:.2f} ({one['min']:.2f}-{one['max']:.2f})")
+        for label, ninja_name, one_name in (
+                (f"{'native launcher' if pip['native'] else 'Python script'} ({pip['command']})",
+                 "ninja ours, pip, server warm", "ours, pip, server warm"),
+                ("pip's Python script", "ninja ours, pip's Python script", "ours, pip's Python script")):
+            value = paired(pip[ninja_name], pip["ninja upstream"])
+            one = paired(single[one_name], single["upstream"])
+            lines.append(f"  {label}: Ninja -j2 {pip[ninja_name]['median']:.2f} / {pip['ninja upstream']['median']:.2f}"
+                         f" = {value['median']:.2f} ({value['min']:.2f}-{value['max']:.2f}); one source ({SINGLE}) "
+                         f"{single[one_name]['median']:.3f} / {single['upstream']['median']:.3f} = "
+                         f"{one['median']:.2f} ({one['min']:.2f}-{one['max']:.2f})")
     return lines
