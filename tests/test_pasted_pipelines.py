@@ -208,3 +208,23 @@ def test_a_pipeline_mlir_opt_cannot_read_is_one_line_with_the_fix(text, tmp_path
     assert run.returncode == 1 and len(lines) == 1, run.stderr
     assert lines[0].startswith(f"mlirgpu: {path}: error: ") and "(fix: " in lines[0], lines[0]
     assert not (tmp_path / "k.o").exists()
+
+
+def test_a_run_line_compile_runs_mlir_opt_only_for_the_pipeline_and_the_host_code(tmp_path):
+    """A file the pipeline outlines (gpu.launch, no gpu.module) is read by the pipeline's own mlir-opt run, not
+    normalised first, and the pipeline's expansion is a tool fact the command wrote before its worker compiled:
+    the compile's profile counts two mlir-opt runs (the pipeline up to serialization, the host passes after it),
+    and its objects are upstream's bytes (test_a_pasted_pipeline_builds_what_upstreams_run_line_builds)."""
+    import json
+
+    path = os.path.join(PIPELINES, "all_reduce_add.mlir")
+    assert "gpu.module" not in open(path, encoding="utf-8").read()
+    profile = tmp_path / "profile.jsonl"
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", path, "-o", str(tmp_path / "k.o"),
+                          "--lowering", run_line(path), "--dump-intermediates", str(tmp_path / "d")],
+                         capture_output=True, text=True, cwd=tmp_path,
+                         env=dict(ENV, MLIRGPU_PROFILE=str(profile), MLIRGPU_CACHE="off",
+                                  XDG_CACHE_HOME=str(tmp_path / "user-cache")))
+    assert run.returncode == 0, run.stderr
+    tools = json.loads(profile.read_text().splitlines()[0])["tools"]
+    assert [runs for name, (runs, _seconds) in tools.items() if name.startswith("mlir-opt")] == [2], tools
