@@ -14,9 +14,9 @@ Python script stays otherwise). An installation pip made without the bootstrap g
 on its first start, builds it into the user's cache (`scons-mlir-gpu/launcher/`, one file per launcher.c, Python
 and installation) in a child of its own, and `mlirgpu --launcher` prints that file, which is what the CMake
 package and the Meson recipe run for each compile. It is built for one installation: the Python it becomes,
-and the socket name of this installation's server (mlirgpu.execution.rendezvous), are compiled in. It checks the server's card (its fingerprint
-and the files it is made of, which the server writes with `write_card`) before every request, so an edited or
-upgraded package is still seen.
+and the socket name of this installation's server (mlirgpu.execution.rendezvous), are compiled in. It checks
+the server's card (its fingerprint and the files it is made of, which the server writes with `write_card`)
+before every request, so an edited or upgraded package is still seen.
 """
 import hashlib
 import os
