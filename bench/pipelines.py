@@ -54,8 +54,8 @@ def write_corpus(folder, toolchain, mlirgpu=None, ours_ninja="ours.ninja", count
     os.makedirs(folder, exist_ok=True)
     names = sorted(name[: -len(".mlir")] for name in os.listdir(PIPELINES) if name.endswith(".mlir"))
     names = sorted(set(names[:: max(1, len(names) // count)] if count else names) | {SINGLE})
-    sconstruct = ["DefaultEnvironment(tools=[])",
-                  f"env = Environment(tools=['mlirgpu'], toolpath=[{os.path.join(ROOT, 'site_scons', 'site_tools')!r}])"]
+    tools = os.path.join(ROOT, "site_scons", "site_tools")
+    sconstruct = ["DefaultEnvironment(tools=[])", f"env = Environment(tools=['mlirgpu'], toolpath=[{tools!r}])"]
     make = [f"all: {' '.join(f'out/{name}.o' for name in names)}", "out:", "\tmkdir -p out"]
     ours = ["rule mlirgpu", f"  command = {mlirgpu} compile $in -o $out --lowering $flags --dump-intermediates "
             "$out.dumps --header $out.h --depfile $out.d", "  depfile = $out.d", ""]
