@@ -169,25 +169,26 @@ def _cache(args):
         print(f"cleared {cache.root}")
         return 0
     stats = cache.stats()
-    lookups = stats["hits"] + stats["misses"]
-    rate = f" ({100 * stats['hits'] / lookups:.0f}% hits)" if lookups else ""
     print(f"folder     {stats['folder']}\n"
           f"entries    {stats['entries']}\n"
           f"size       {_size(stats['bytes'])} of {_size(stats['limit'])}\n"
           f"hits       {stats['hits']}\n"
-          f"misses     {stats['misses']}{rate}\n"
+          f"misses     {stats['misses']}{_hit_rate(stats['hits'], stats['misses'])}\n"
           f"stores     {stats['stores']}\n"
           f"evictions  {stats['evictions']}")
     remote = os.environ.get(remotecache.VARIABLE, "").strip()
     if remote:
-        lookups = stats["remote_hits"] + stats["remote_misses"]
-        rate = f" ({100 * stats['remote_hits'] / lookups:.0f}% hits)" if lookups else ""
         print(f"remote     {remotecache.shown(remote)}\n"
               f"  hits     {stats['remote_hits']}\n"
-              f"  misses   {stats['remote_misses']}{rate}\n"
+              f"  misses   {stats['remote_misses']}{_hit_rate(stats['remote_hits'], stats['remote_misses'])}\n"
               f"  stores   {stats['remote_stores']}\n"
               f"  rejected {stats['remote_rejected']} (values sealed for another key or secret, or damaged: misses)")
     return 0
+
+
+def _hit_rate(hits, misses):
+    """' (N% hits)' of the lookups, or nothing before the first."""
+    return f" ({100 * hits / (hits + misses):.0f}% hits)" if hits + misses else ""
 
 
 def _size(count):

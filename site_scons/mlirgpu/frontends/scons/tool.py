@@ -27,6 +27,15 @@ from .options import search_environment
 from .session import SESSION, will_build
 
 
+def _warm_identities(tools):
+    """The tools' identities, computed ahead for the signatures. A failure here (a bad MLIRGPU_TOOL_TIMEOUT, a
+    tool that hangs) is left to the signature or the compile that asks again, which reports it on its target."""
+    try:
+        toolchain.identities(tools, True)
+    except (CompileError, OSError):
+        pass
+
+
 def generate(env):
     errors.set_style("scons")
     try:
@@ -36,7 +45,7 @@ def generate(env):
     if will_build() and not toolchain.identities_known(mlir_tools, llvmlite=True):
         # Every signature holds these identities: computed now, while SCons reads the build files. The first
         # build on a machine (or with a new cache folder) hashes a few hundred megabytes of them.
-        threading.Thread(target=toolchain.identities, args=(mlir_tools, True), daemon=True).start()
+        threading.Thread(target=_warm_identities, args=(mlir_tools,), daemon=True).start()
     variables.publish(env)
     env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
     SESSION.start()
