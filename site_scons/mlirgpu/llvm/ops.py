@@ -202,13 +202,32 @@ def _link_library(module, library, declared):
         imported.append(value.name)
         if str(value.linkage.name) not in _KEEP_LINKAGE and value.name not in declared:
             value.linkage = "linkonce_odr"
-    defined_before = {name for name in imported if _definition(module, name) is not None}
+    # A local definition of the destination owns no name: the linker renames it, and the library's is imported
+    # (and internalized) under the name, as upstream's `func.func private` declarations lowered to wrappers are.
+    defined_before = {name for name in imported if _definition(module, name) is not None
+                      and _definition(module, name).linkage.name not in _LOCAL}
     _link_in(module, library)
     for name in imported:
         value = None if name in defined_before else _definition(module, name)
         if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
             value.linkage = "internal"
             value.visibility = "default"
+
+
+def bitcode(job_module):
+    """A library's `bc` stage: the linked module as bitcode (with its use-list order, as every bitcode we write)."""
+    return job_module.module.as_bitcode()
+
+
+def joined_bitcode(parts):
+    """One bitcode module of the bitcode modules `parts` linked whole, in order (a library's gpu.modules of one
+    target and chip); a symbol two of them define is LLVM's error (a RuntimeError)."""
+    with llvm_arena.Arena():
+        context = _own(CONTEXT, llvm.create_context())
+        module = _own(MODULE, llvm.parse_bitcode(parts[0], context=context))
+        for part in parts[1:]:
+            _link_in(module, llvm.parse_bitcode(part, context=context))
+        return module.as_bitcode()
 
 
 def optimize(job_module, opt_level):

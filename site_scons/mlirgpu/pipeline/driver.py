@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from . import compileentry, embed, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
-from ..llvm.process import ToolTimedOut
 from ..cache import remote as remotecache
 from ..util import trace
 from .dumps import DumpFolder
@@ -36,7 +35,8 @@ from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles,
                        planned_dumps)
 from .record import make_depfile, new_record
 from .scan import direct_source
-from .translation import OWN
+from .stages import LIBRARY
+from .translation import OWN, translate_source
 
 
 @dataclass
@@ -58,6 +58,10 @@ class CompileResult:
 def compile_to_object(source, output, options, translator=None, report=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
     atomically; the CompileResult without the object's bytes."""
+    if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
+        from .library import compile_library
+
+        return compile_library(source, output, options, translator or OWN, report or _no_report)
     started, wall = time.perf_counter(), time.time()
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
     result = compile_source(source, options, output, translator, report)
@@ -127,7 +131,7 @@ def _compile(source, options, output, translator, report):
     if dumps:
         _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, obj, output)
         timings["dumps"] = dumps.seconds
-    dependencies = [source] + _dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
+    dependencies = [source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
     events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
         compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
@@ -141,7 +145,7 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     bytes)."""
     source, options = compile_.source, compile_.options
     started = time.perf_counter()
-    loaded, jobs, llvm_irs, same = _translate(source, loaded, jobs, options, translator)
+    loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator)
     timings["translate"] = time.perf_counter() - started
     absent = [module.name for module in loaded.modules
               if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
@@ -191,24 +195,6 @@ def _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, ob
                             compile_.substituted, commands, logs))
 
 
-def _translate(source, loaded, jobs, options, translator):
-    """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, whether the modules are those given). The
-    caller's translator serves modules cut straight from the file (what a caller translates ahead); such a module
-    that does not translate is read again through mlir-opt, which reports the error at its exact place (or gives
-    the modules that translate)."""
-    direct = loaded.modules[0].direct
-    try:
-        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules), True
-    except ToolTimedOut:
-        raise  # a hanging mlir-translate would hang again on the normalised modules
-    except CompileError:
-        if not direct:
-            raise
-    loaded = sources.load(source, options)
-    jobs = plan(loaded.modules, source, options)
-    return loaded, jobs, OWN.translate(source, loaded.modules), False
-
-
 def _entry_key(compile_, loaded, jobs):
     """The compile entry's key, or None where a part of it cannot be known (a tool or library missing): the
     compile then reports that where it reports it without a cache, after the source's own errors."""
@@ -221,7 +207,7 @@ def _entry_key(compile_, loaded, jobs):
 def _module_warnings(modules, absent, options, source):
     """The warnings about the modules themselves, the same whether the middle ran or came from the cache:
     their own targets beside the build's, those without kernels (`absent`), parameters no stage passes on."""
-    return (_own_target_warnings(modules, options, source) + _no_kernel_warnings(modules, absent, source)
+    return (own_target_warnings(modules, options, source) + _no_kernel_warnings(modules, absent, source)
             + sources.unpassed_parameter_warnings(modules, source))
 
 
@@ -230,7 +216,7 @@ def _no_kernel_warnings(modules, absent, source):
                            line=module.line) for module in modules if module.name in absent]
 
 
-def _own_target_warnings(modules, options, source):
+def own_target_warnings(modules, options, source):
     """Modules that keep their own target(s) although the build names another target (which applies only to
     modules without one): the same on every path (direct cut or mlir-opt)."""
     if not options.target:
@@ -264,7 +250,7 @@ def _check_layout(source, jobs, options):
     return []
 
 
-def _dependencies(compile_, jobs):
+def compile_dependencies(compile_, jobs):
     """The files besides the source that may shape the outputs: every library the jobs' link stages may read and
     every tool of their targets, besides those the stages did read and run (a build tool must rebuild when one
     changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""

@@ -139,7 +139,7 @@ class ROCDL(Target):
         module's external declarations ask for, in upstream's order (ocml, ockl, hip, opencl)."""
         from ..llvm.ops import declared_functions
 
-        user = [Library(path, _STRIP, True) for path in list(options.link_libs) + list(job.attr.link)]
+        user = [Library(path, _STRIP, True) for path in self.user_libraries(job.attr, options.link_libs)]
         needed = self.needed_libraries(declared_functions(module))
         if not needed:
             return user
