@@ -17,6 +17,7 @@ reproduced with llvmlite's plain `link_in` by giving library definitions the des
 """
 import ctypes
 import os
+import re
 import signal
 import tempfile
 
@@ -129,6 +130,25 @@ def declared_functions(job_module):
     """Names of functions the module declares with external linkage but does not define (what device libraries
     may provide; `extern_weak` declarations do not ask for a library, as upstream's check of external linkage)."""
     return sorted(f.name for f in _functions(job_module.module) if f.is_declaration and f.linkage.name == "external")
+
+
+def undefined_uses(job_module, provided_elsewhere):
+    """Names of the functions the module uses but only declares (external linkage, no LLVM intrinsic), other
+    than those `provided_elsewhere(name)` says a later tool or the runtime provides: after the link stage,
+    what no library defined. The module is printed only when there is such a declaration."""
+    module = job_module.module
+    declared = {f.name for f in _functions(module) if f.is_declaration and f.linkage.name == "external"
+                and not f.name.startswith("llvm.") and not provided_elsewhere(f.name)}
+    if not declared:
+        return []
+    used = set()
+    for line in str(module).splitlines():
+        if not line.startswith("declare "):
+            used.update(_NAME.findall(line))
+    return sorted(declared & used)
+
+
+_NAME = re.compile(r"@([\w.$\-]+)")
 
 
 def add_control_constants(job_module, constants, flags):

@@ -72,7 +72,21 @@ def _linked(compile_, job, module):
             raise CompileError(f"bitcode library '{library.path}' {problem}", file=job.source, line=job.module.line,
                                fix=f"fix the {hint('link_libs')} / link=[...] path")
     compile_.dependencies += [library.path for library in libraries]
-    return llvm_ops.link(module, [library.as_args() for library in libraries])
+    linked = llvm_ops.link(module, [library.as_args() for library in libraries])
+    if compile_.options.emit != LIBRARY:  # a library may leave a function to another library its users link
+        # A `func.func private` declaration lowers to a wrapper calling `_mlir_ciface_<name>`: named as written.
+        missing = [name[len(_C_INTERFACE):] if name.startswith(_C_INTERFACE) else name
+                   for name in llvm_ops.undefined_uses(linked, job.target.provided_elsewhere)]
+        if missing:
+            raise CompileError(f"module @{job.module.name} calls @{missing[0]}, which no linked library defines"
+                               + (f" (nor {', '.join('@' + name for name in missing[1:])})" if missing[1:] else ""),
+                               file=job.source, line=job.module.line,
+                               fix=f"link the library that defines it ({hint('link_libs')}, or link = [...] in the "
+                                   "target attribute), or define it in the module")
+    return linked
+
+
+_C_INTERFACE = "_mlir_ciface_"
 
 
 def _opt(compile_, job, module):
@@ -173,9 +187,9 @@ STAGES = (
           _restore_binaries),
 )
 BINARY = "binary"
+LIBRARY = "library"  # the `emit` value of library compiles
 BITCODE = Stage("bc", _bitcode, "(a library: the linked module, as gpu-module-to-binary's l= files are)", _machine,
                 _same_bytes, _same_bytes, dumped=False)
-LIBRARY = "library"  # the `emit` value of library compiles
 
 
 def for_format(fmt, emit="object"):

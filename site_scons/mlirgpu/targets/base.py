@@ -228,6 +228,12 @@ class Target:
         reports it when the module needs it). Targets add their own through `existing`."""
         return existing(self.user_libraries(job.attr, options.link_libs))
 
+    def provided_elsewhere(self, name):
+        """Whether a function a linked module still only declares is provided after the link stage (by the
+        optimizer, the binary tool, the driver or the runtime): any other is a function no library defined,
+        an error of the link stage. Nothing by default (LLVM's intrinsics are never asked about)."""
+        return False
+
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """Paths of the bitcode files a job of this target may link for a module, found without compiling, from
         the `symbols` its text names and the `ops` it uses (`lowered`: the module is target-neutral code the

@@ -146,6 +146,11 @@ class ROCDL(Target):
         toolkit = self.toolkit(options)
         return user + [Library(rocm.rocm_library(toolkit, name), _STRIP, True) for name in needed]
 
+    def provided_elsewhere(self, name):
+        """The device libraries' own names (`__ocml_*`, `__ockl_*`, `__oclc_*`: a module that needs one and has
+        no ROCm toolkit is told so by `libraries`)."""
+        return name.startswith(("__ocml_", "__ockl_", "__oclc_"))
+
     def library_inputs(self, job, options):
         """The -l and link=[...] files and the device libraries the toolkit has (none without one)."""
         root = self.toolkit(options)
