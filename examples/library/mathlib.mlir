@@ -1,6 +1,6 @@
 // A device-function library in target-neutral MLIR: no kernel, only functions that kernels in other files call.
 // Built for whichever GPU_TARGET the build uses (env.GpuLibrary): one bitcode file per target, which the
-// kernels link (GPU_LINKLIBS). Its external functions are what it exports; a private one stays inside it.
+// kernels link (GPU_LINKLIBS). Its external functions are what it exports; an internal one stays inside it.
 module attributes {gpu.container_module} {
   gpu.module @mathlib {
     // softplus(x) = log(1 + e^x)
@@ -23,7 +23,7 @@ module attributes {gpu.container_module} {
       %r = call @clamp01(%q) : (f32) -> f32
       return %r : f32
     }
-    func.func private @clamp01(%x: f32) -> f32 {
+    func.func private @clamp01(%x: f32) -> f32 attributes {llvm.linkage = #llvm.linkage<internal>} {
       %zero = arith.constant 0.0 : f32
       %one = arith.constant 1.0 : f32
       %a = arith.maximumf %x, %zero : f32

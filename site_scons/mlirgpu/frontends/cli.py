@@ -1,6 +1,7 @@
 """The compiler core from the command line, for any build system:
 
     mlirgpu compile IN.mlir -o OUT.o [options]        compile (docs/reference.md lists the options)
+    mlirgpu compile --emit library IN.mlir -o LIB     device-function libraries LIB.<target>[.<chip>].bc
     mlirgpu list-outputs IN.mlir -o OUT.o [options]   the files that compile would write, one per line
     mlirgpu artifacts DUMPDIR... -o OUTDIR            CI manifest, reports and archive
     mlirgpu cache stats|clear                         the stage cache: its size and counts, or empty it
@@ -33,7 +34,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _compile_options(command):
     command.add_argument("input", help="the .mlir source")
-    command.add_argument("-o", "--output", required=True, metavar="OUT.o", help="the host object to write")
+    command.add_argument("-o", "--output", required=True, metavar="OUT.o",
+                         help="the host object to write (--emit library: the prefix of the bitcode files)")
     for option in OPTIONS:
         choices = option.choices
         if option.name == "target":
@@ -109,10 +111,14 @@ def _options(args):
 
 def _list_outputs(args):
     from ..pipeline.planning import check_options
-    from ..pipeline.scan import planned_outputs
+    from ..pipeline.scan import planned_libraries, planned_outputs
+    from ..pipeline.stages import LIBRARY
 
     options = check_options(args.input, _options(args))
-    outputs = [args.output] + ([options.header] if options.header else [])
+    if options.emit == LIBRARY:  # the bitcode files, `-o` being their prefix
+        outputs = [path for path, _target, _chip in planned_libraries(args.input, args.output, options)]
+    else:
+        outputs = [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
         folder = os.path.normpath(options.dump_dir)
         folder = "" if folder == "." else folder + os.sep
