@@ -20,14 +20,15 @@ is dumped or watched.
 import json
 import os
 import time
-from dataclasses import dataclass, field
 
 from . import compileentry, embed, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
 from ..cache import remote as remotecache
 from ..util import trace
+from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
+from .library import compile_library
 from ..errors import CompileError, CompileWarning
 from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
 from ..compile_options import hint
@@ -39,28 +40,10 @@ from .stages import LIBRARY
 from .translation import OWN, translate_source
 
 
-@dataclass
-class CompileResult:
-    object_bytes: bytes
-    jobs: list
-    dumps: list  # paths written under the dump folder
-    timings: dict = field(default_factory=dict)  # stage -> seconds, summed over jobs
-    dependencies: list = field(default_factory=list)  # the source, linked libraries and tools used
-    tools: dict = field(default_factory=dict)  # tool name -> [runs, seconds, path]
-    binaries: list = field(default_factory=list)  # embed.Embedded, as placed in the object
-    header: str = ""  # the C header text for the object
-    warnings: list = field(default_factory=list)
-    stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
-    cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
-    trace: list = field(default_factory=list)  # Chrome trace events: the compile and each stage of each job
-
-
 def compile_to_object(source, output, options, translator=None, report=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
     atomically; the CompileResult without the object's bytes."""
     if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
-        from .library import compile_library
-
         return compile_library(source, output, options, translator or OWN, report or _no_report)
     started, wall = time.perf_counter(), time.time()
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
@@ -216,16 +199,6 @@ def _no_kernel_warnings(modules, absent, source):
                            line=module.line) for module in modules if module.name in absent]
 
 
-def own_target_warnings(modules, options, source):
-    """Modules that keep their own target(s) although the build names another target (which applies only to
-    modules without one): the same on every path (direct cut or mlir-opt)."""
-    if not options.target:
-        return []
-    return [CompileWarning(f"gpu.module @{module.name} carries its own target(s); target {options.target} "
-                           "applies only to modules without one", file=source, line=module.line)
-            for module in modules if module.targets and all(t.target.name != options.target for t in module.targets)]
-
-
 def _check_layout(source, jobs, options):
     """The vendor layout: fat binaries only, no host code, targets that have vendor sections; a section of
     one's own hides the code from the vendor's tools (a warning)."""
@@ -248,20 +221,6 @@ def _check_layout(source, jobs, options):
                                f"{' / '.join(v.section for v in vendors)} and will not find this code",
                                file=source.path)]
     return []
-
-
-def compile_dependencies(compile_, jobs):
-    """The files besides the source that may shape the outputs: every library the jobs' link stages may read and
-    every tool of their targets, besides those the stages did read and run (a build tool must rebuild when one
-    changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""
-    libraries = set(compile_.dependencies)
-    tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()}
-    tools.update(toolchain.found(*(lambda name=name: toolchain.llvm_tool(name)
-                                   for name in ("mlir-opt", "mlir-translate"))))  # a missing one is no input
-    for job in jobs:
-        libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
-        tools.update(job.target.tools(compile_.options))
-    return sorted(libraries) + sorted(tools)
 
 
 def _profile(source, result, started, seconds):

@@ -17,7 +17,7 @@ import os
 
 from . import stagerunner
 from . import source as sources
-from .driver import CompileResult, compile_dependencies, own_target_warnings
+from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
 from .planning import check_options, check_output_roles, library_files, plan, planned_dumps
 from .record import make_depfile, new_record, project_path

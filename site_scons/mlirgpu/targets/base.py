@@ -86,6 +86,10 @@ class VendorSection:
     readers: str  # the vendor's tools that look there
 
 
+# The names of the registered targets (mlirgpu.targets.register adds each): a library file named for one of them
+# is linked into that target's jobs only (Target.user_libraries).
+REGISTERED = set()
+
 # The parameters every target attribute takes and their types; targets add their own.
 COMMON_PARAMETERS = {"O": int, "triple": str, "chip": str, "flags": dict, "link": list}
 
@@ -215,10 +219,8 @@ class Target:
         """The -l files (`link_libs`), then the attribute's link=[...] files, that are for a job of `attr`: a library built
         here for another target or chip (named so: mlirgpu.util.naming.library_file) is left to its own jobs, so
         `GPU_LINKLIBS` may list every file of a library."""
-        from . import TARGETS
-
         paths = list(link_libs) + list(attr.link)
-        kinds = [library_for(path, TARGETS) for path in paths]
+        kinds = [library_for(path, REGISTERED) for path in paths]
         return [path for path, kind in zip(paths, kinds)
                 if kind is None or kind[0] == self.name and kind[1] in (None, file_stem(attr.chip))]
 
