@@ -1,9 +1,13 @@
 """Device-function libraries in real SCons builds (`env.GpuLibrary`, `GPU_LINKLIBS=lib`) and through the CLI:
 what an edit of the library rebuilds, a function removed that a kernel calls, libraries of libraries, a cycle,
-a library and a kernel in one file, several chips, `scons -c` and CacheDir, and `list-outputs` / the depfile."""
+a library and a kernel in one file, several chips, `scons -c` and CacheDir, `list-outputs` / the depfile, and
+examples/library through the CMake and Meson recipes."""
 import os
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from conftest import ROOT
 from sconsutil import TOOLPATH, compiled, scons
@@ -209,3 +213,46 @@ def test_cli_library_list_outputs_and_depfile(tmp_path):
     depfile = (tmp_path / "lib.d").read_text()
     assert depfile.startswith(f"{tmp_path / 'lib' / 'mathlib.nvvm.sm_80.bc'}: {tmp_path / 'mathlib.mlir'}")
     assert "libdevice" in depfile
+
+
+def _edit_example_library(source, text):
+    (source / "mathlib.mlir").write_text(text)
+
+
+@pytest.mark.needs("cmake", "./dev test installs it (Debian packages cmake and ninja-build)")
+def test_the_example_through_cmake(tmp_path):
+    """examples/library with CMake (Ninja): the library is built and linked; a comment-only edit recompiles it
+    alone (its bitcode keeps its bytes and time), an edit of a function rebuilds both objects."""
+    from test_cmake import build, commands_run, configure
+
+    source = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "examples", "library"), source)
+    configure(source, tmp_path / "b", "Ninja", "-DGPU_TARGET=nvvm", "-DMLIRGPU_DUMP=ON")
+    first = commands_run(build(tmp_path / "b"))
+    assert {"MLIRGPU mathlib: mathlib.mlir", "MLIRGPU gpu_kernels: activations.mlir",
+            "MLIRGPU gpu_kernels: normalize.mlir"} <= set(first)
+    assert (tmp_path / "b" / "mathlib" / "mathlib.nvvm.bc").is_file()
+    assert subprocess.run(["ctest", "--test-dir", str(tmp_path / "b")], capture_output=True).returncode == 0
+    text = (source / "mathlib.mlir").read_text()
+    _edit_example_library(source, "// only a comment\n" + text)
+    assert commands_run(build(tmp_path / "b")) == ["MLIRGPU mathlib: mathlib.mlir"]
+    _edit_example_library(source, text.replace("%r = arith.addf %m, %y", "%r = arith.subf %m, %y"))
+    assert {"MLIRGPU gpu_kernels: activations.mlir", "MLIRGPU gpu_kernels: normalize.mlir"} <= \
+        set(commands_run(build(tmp_path / "b")))
+
+
+def test_the_example_through_meson(tmp_path):
+    from test_meson import run
+
+    source = tmp_path / "library"
+    shutil.copytree(os.path.join(ROOT, "examples", "library"), source)
+    run(["meson", "setup", "build", "-Dgpu_target=rocdl"], source)
+    first = run(["meson", "compile", "-C", "build"], source)
+    assert "Generating mathlib" in first and "Generating activations" in first
+    assert (source / "build" / "mathlib.rocdl.bc").is_file()
+    assert (source / "build" / "mathlib.mathlib.linked.ll").is_file()
+    assert "OK" in run(["meson", "test", "-C", "build"], source)
+    text = (source / "mathlib.mlir").read_text()
+    _edit_example_library(source, "// only a comment\n" + text)
+    again = run(["meson", "compile", "-C", "build"], source)
+    assert "Generating mathlib" in again and "Generating activations" not in again
