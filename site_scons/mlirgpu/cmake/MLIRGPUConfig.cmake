@@ -82,7 +82,7 @@ endfunction()
 
 # One compile of <source> for <command>(<name>) (`paths`: its output options, `options`, linking `libraries`):
 # every file it writes, from `mlirgpu list-outputs`, declared as the custom command's outputs, and set in
-# MLIRGPU_LISTED.
+# _mlirgpu_listed.
 function(_mlirgpu_compile command name source folder stem paths options libraries)
   set(what "${command}(${name})")
   get_source_file_property(generated "${source}" GENERATED)
@@ -110,7 +110,7 @@ function(_mlirgpu_compile command name source folder stem paths options librarie
     COMMENT "MLIRGPU ${name}: ${stem}.mlir"
     VERBATIM)
   set_property(DIRECTORY APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${depfile}")
-  set(MLIRGPU_LISTED ${listed} PARENT_SCOPE)
+  set(_mlirgpu_listed ${listed} PARENT_SCOPE)
 endfunction()
 
 function(mlirgpu_add_object name)
@@ -135,7 +135,7 @@ function(mlirgpu_add_object name)
     _mlirgpu_compile(mlirgpu_add_object "${name}" "${source}" "${folder}" "${stem}" "${paths}" "${options}"
                      "${libraries}")
     list(APPEND objects "${object}")
-    list(APPEND outputs_of_all ${MLIRGPU_LISTED})
+    list(APPEND outputs_of_all ${_mlirgpu_listed})
   endforeach()
   add_custom_target(${name}_compile DEPENDS ${outputs_of_all})
   add_library(${name} INTERFACE)
@@ -163,11 +163,11 @@ function(mlirgpu_add_library name)
   endif()
   _mlirgpu_compile(mlirgpu_add_library "${name}" "${source}" "${folder}" "${name}" "${paths}" "${options}"
                    "${libraries}")
-  set(bitcode ${MLIRGPU_LISTED})
+  set(bitcode ${_mlirgpu_listed})
   list(FILTER bitcode INCLUDE REGEX "\\.bc$")  # the rest are dumps and the record
-  add_custom_target(${name} DEPENDS ${MLIRGPU_LISTED})
+  add_custom_target(${name} DEPENDS ${_mlirgpu_listed})
   set_property(TARGET ${name} PROPERTY MLIRGPU_BITCODE ${bitcode})
-  set_property(TARGET ${name} PROPERTY MLIRGPU_OUTPUTS ${MLIRGPU_LISTED})
+  set_property(TARGET ${name} PROPERTY MLIRGPU_OUTPUTS ${_mlirgpu_listed})
 endfunction()
 
 cmake_policy(POP)
