@@ -8,6 +8,7 @@ import os
 import pytest
 
 import oracle
+from conftest import CORPUS, instantiate
 from test_upstream_identity import _pipeline
 from mlirgpu import CompileOptions, compile_file, compile_to_object
 
@@ -134,3 +135,13 @@ def test_llvm_dialect_library_through_the_link_attribute(level, tmp_path, cuda_r
     _same_as_upstream(str(kernel), CompileOptions(format="bin", dump_dir=str(dumps), toolkit=cuda_root),
                       cuda_root, None, (), dumps)
     assert "unused" not in (dumps / "doubling.linked.ll").read_text()  # only what the kernel needs is linked
+
+
+@pytest.mark.parametrize("level", (0, 3))
+def test_a_textual_ll_library_links_as_upstream(level, tmp_path, cuda_root):
+    """Upstream reads `l=` files with parseIRFile, which takes textual IR too: so does -l (it was refused)."""
+    library = os.path.join(CORPUS, "data", "user2_nvptx.ll")
+    source = instantiate(os.path.join(CORPUS, "link_user.nvvm.mlir"), tmp_path / "k.mlir", "sm_90", level)
+    dumps = tmp_path / "dumps"
+    _same_as_upstream(source, CompileOptions(format="bin", dump_dir=str(dumps), toolkit=cuda_root,
+                                             link_libs=(library,)), cuda_root, None, (library,), dumps)

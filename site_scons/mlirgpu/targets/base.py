@@ -216,9 +216,9 @@ class Target:
         return [Library(path) for path in self.user_libraries(job.attr, options.link_libs)]
 
     def user_libraries(self, attr, link_libs=()):
-        """The -l files (`link_libs`), then the attribute's link=[...] files, that are for a job of `attr`: a library built
-        here for another target or chip (named so: mlirgpu.util.naming.library_file) is left to its own jobs, so
-        `GPU_LINKLIBS` may list every file of a library."""
+        """The -l files (`link_libs`), then the attribute's link=[...] files, that are for a job of `attr`: a
+        library built here for another target or chip (named so: mlirgpu.util.naming.library_file) is left to
+        its own jobs, so `GPU_LINKLIBS` may list every file of a library."""
         paths = list(link_libs) + list(attr.link)
         kinds = [library_for(path, REGISTERED) for path in paths]
         return [path for path, kind in zip(paths, kinds)
