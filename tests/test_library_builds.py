@@ -256,3 +256,42 @@ def test_the_example_through_meson(tmp_path):
     _edit_example_library(source, "// only a comment\n" + text)
     again = run(["meson", "compile", "-C", "build"], source)
     assert "Generating mathlib" in again and "Generating activations" not in again
+
+
+TWO_MODULES = """\
+module attributes {gpu.container_module} {
+  gpu.module @first {
+    func.func @one(%x: f32) -> f32 {
+      %r = arith.addf %x, %x : f32
+      return %r : f32
+    }
+  }
+  gpu.module @second {
+    func.func @two(%x: f32) -> f32 {
+      %e = math.exp %x : f32
+      return %e : f32
+    }
+  }
+}
+"""
+
+
+def test_cli_gpu_modules_of_one_target_share_its_file_and_a_clash_is_named(tmp_path):
+    from mlirgpu.llvm import toolchain
+
+    (tmp_path / "two.mlir").write_text(TWO_MODULES)
+    run = _cli("compile", "--emit", "library", str(tmp_path / "two.mlir"), "-o", str(tmp_path / "two"),
+               "--target", "nvvm", "--chip", "sm_80")
+    assert run.returncode == 0, run.stderr
+    text = subprocess.run([toolchain.llvm_tool("llvm-dis"), str(tmp_path / "two.nvvm.bc"), "-o", "-"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "define float @one(" in text and "define float @two(" in text
+    shutil.copy(tmp_path / "two.mlir", tmp_path / "clash.mlir")
+    clash = ["compile", "--emit", "library", str(tmp_path / "clash.mlir"), "-o", str(tmp_path / "clash"),
+             "--target", "nvvm", "--chip", "sm_80"]
+    assert _cli(*clash).returncode == 0 and (tmp_path / "clash.nvvm.bc").is_file()
+    (tmp_path / "clash.mlir").write_text(TWO_MODULES.replace("@two(", "@one("))
+    run = _cli(*clash)
+    assert run.returncode == 1 and not (tmp_path / "clash.nvvm.bc").exists()  # no stale library left
+    assert "clash.mlir:8: error: gpu.modules @first and @second cannot share the library clash.nvvm.bc" in run.stderr
+    assert "symbol multiply defined" in run.stderr

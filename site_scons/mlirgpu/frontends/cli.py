@@ -111,14 +111,11 @@ def _options(args):
 
 def _list_outputs(args):
     from ..pipeline.planning import check_options
-    from ..pipeline.scan import planned_libraries, planned_outputs
-    from ..pipeline.stages import LIBRARY
+    from ..pipeline.scan import planned_outputs
 
     options = check_options(args.input, _options(args))
-    if options.emit == LIBRARY:  # the bitcode files, `-o` being their prefix
-        outputs = [path for path, _target, _chip in planned_libraries(args.input, args.output, options)]
-    else:
-        outputs = [args.output] + ([options.header] if options.header else [])
+    # A library's bitcode files (`-o` being their prefix), else the object and its header.
+    outputs = _library_files(args) or [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
         folder = os.path.normpath(options.dump_dir)
         folder = "" if folder == "." else folder + os.sep
@@ -251,6 +248,16 @@ def _remove_stale_outputs(output, header, depfile, source):
             remove_quietly(stale)
 
 
+def _library_files(args):
+    """The bitcode files a library compile (`--emit library`) writes, else none."""
+    from ..pipeline.scan import planned_libraries
+    from ..pipeline.stages import LIBRARY
+
+    if args.emit != LIBRARY:
+        return []
+    return [path for path, _target, _chip in planned_libraries(args.input, args.output, _options(args))]
+
+
 def _pasted_values(argv):
     """`argv` with a RUN line's pass flags after `--lowering` joined to it (`--lowering -gpu-lower-to-nvvm-pipeline=...`
     is how users paste them; argparse would take the flag for one of ours)."""
@@ -286,6 +293,8 @@ def main(argv=None):
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
     if args.command == "compile":
         _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
+        for path in _library_files(args):
+            _remove_stale_outputs(path, "", "", args.input)
         if os.environ.get("MLIRGPU_RESULT_FILE"):  # a Dask worker's compile: the client shows it in its own terms
             from ..cache.store import write_json
 
