@@ -295,3 +295,16 @@ def test_cli_gpu_modules_of_one_target_share_its_file_and_a_clash_is_named(tmp_p
     assert run.returncode == 1 and not (tmp_path / "clash.nvvm.bc").exists()  # no stale library left
     assert "clash.mlir:8: error: gpu.modules @first and @second cannot share the library clash.nvvm.bc" in run.stderr
     assert "symbol multiply defined" in run.stderr
+
+
+def test_the_api_builds_a_library_with_compile_to_object_only(tmp_path):
+    from mlirgpu import CompileOptions, compile_file, compile_to_object
+    from mlirgpu.errors import CompileError
+
+    (tmp_path / "mathlib.mlir").write_text(MATHLIB)
+    options = CompileOptions(emit="library", target="nvvm", chip="sm_80")
+    with pytest.raises(CompileError, match="a library compile writes files: it needs their prefix"):
+        compile_file(str(tmp_path / "mathlib.mlir"), options)
+    result = compile_to_object(str(tmp_path / "mathlib.mlir"), str(tmp_path / "out" / "mathlib"), options)
+    assert (tmp_path / "out" / "mathlib.nvvm.bc").read_bytes()[:4] == b"BC\xc0\xde"
+    assert [job.module.name for job in result.jobs] == ["mathlib"] and result.warnings == []

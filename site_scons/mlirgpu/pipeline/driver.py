@@ -63,6 +63,9 @@ def compile_source(source, options, output=None, translator=None, report=None):
 
     `output`: the object's path, when one is written (checked against the other outputs before any work).
     `translator`: where the modules' LLVM IR comes from (mlirgpu.pipeline.translation; default: mlir-translate)."""
+    if options.emit == LIBRARY:  # its files are named after a prefix: only compile_to_object writes them
+        raise CompileError("a library compile writes files: it needs their prefix", file=source,
+                           fix="use compile_to_object(source, PREFIX, options): PREFIX.<target>.bc")
     token = process.tool_stats.set({})
     try:
         result = _compile(source, options, output, translator or OWN, report or _no_report)
