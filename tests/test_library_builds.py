@@ -166,9 +166,15 @@ def test_a_library_and_a_kernel_in_one_file_and_several_chips(tmp_path):
 both = env.GpuLibrary("mathlib", "both.mlir")
 env.GpuObject("both", "both.mlir")
 env.GpuObject("k", "k.mlir", GPU_LINKLIBS=both)
+print("library:", sorted(str(node) for node in both))
+print("dumps:", sorted(str(node) for node in env.GpuDumps(both)))
 """
     path = project(tmp_path, body, both=both, k=kernel("k", "twice"))
-    scons(path, "DUMP=1", "GPU_CHIP=sm_80,sm_90")
+    run = scons(path, "DUMP=1", "GPU_CHIP=sm_80,sm_90")
+    assert "library: ['mathlib.nvvm.sm_80.bc', 'mathlib.nvvm.sm_90.bc']" in run.stdout
+    assert "dumps: ['mathlib.dumps/mathlib.sm_80.initial.ll', 'mathlib.dumps/mathlib.sm_80.linked.ll', " \
+        "'mathlib.dumps/mathlib.sm_90.initial.ll', 'mathlib.dumps/mathlib.sm_90.linked.ll', " \
+        "'mathlib.dumps/mlirgpu.json']" in run.stdout
     assert (path / "mathlib.nvvm.sm_80.bc").is_file() and (path / "mathlib.nvvm.sm_90.bc").is_file()
     assert not (path / "mathlib.nvvm.bc").exists()
     record = (path / "k.dumps" / "mlirgpu.json").read_text()

@@ -188,8 +188,9 @@ def gpu_dumps(env, nodes):
         if id(node) in seen or not node.has_builder():
             continue
         seen.add(id(node))
-        if hasattr(node.attributes, "mlirgpu_paths"):  # one of ours (set by the emitter)
-            dumps += [t for t in node.get_executor().get_all_targets()[1:] if not str(t).endswith(".h")]
+        if hasattr(node.attributes, "mlirgpu_paths"):  # one of ours (set by the emitter): its outputs come first
+            outputs = getattr(node.attributes, "mlirgpu_outputs", 1)
+            dumps += [t for t in node.get_executor().get_all_targets()[outputs:] if not str(t).endswith(".h")]
         else:
             pending += list(node.sources)
     return dumps
