@@ -34,15 +34,17 @@ def own_target_warnings(modules, options, source):
             for module in modules if module.targets and all(t.target.name != options.target for t in module.targets)]
 
 
-def compile_dependencies(compile_, jobs):
+def compile_dependencies(compile_, jobs, serialized=True):
     """The files besides the source that may shape the outputs: every library the jobs' link stages may read and
-    every tool of their targets, besides those the stages did read and run (a build tool must rebuild when one
-    changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""
+    every tool of their targets (`serialized`: a library's compile runs none of its serializer's), besides those
+    the stages did read and run (a build tool must rebuild when one changes, whether or not this compile ran it,
+    or the stage cache served it: the same list either way)."""
     libraries = set(compile_.dependencies)
     tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()}
     tools.update(toolchain.found(*(lambda name=name: toolchain.llvm_tool(name)
                                    for name in ("mlir-opt", "mlir-translate"))))  # a missing one is no input
     for job in jobs:
         libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
-        tools.update(job.target.tools(compile_.options))
+        if serialized:
+            tools.update(job.target.tools(compile_.options))
     return sorted(libraries) + sorted(tools)

@@ -75,10 +75,9 @@ def _compile(source, output, options, translator, report):
         record = new_record(source, options, jobs, [], warnings, b"", None, compile_.origins, compile_.substituted,
                             {}, {})
         dumps.finish({**record, "libraries": written})
-    return CompileResult(object_bytes=b"", jobs=jobs, dumps=dumps.written if dumps else [],
-                         timings=compile_.timings, warnings=warnings,
-                         dependencies=[source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()],
-                         stages=compile_.origins,
+    dependencies = [source] + compile_dependencies(compile_, jobs, serialized=False) + [toolchain.llvmlite_library()]
+    return CompileResult(object_bytes=b"", jobs=jobs, dumps=dumps.written if dumps else [], timings=compile_.timings,
+                         warnings=warnings, dependencies=dependencies, stages=compile_.origins,
                          trace=compile_.trace), [path for path, _target, _chip in files]
 
 
