@@ -63,12 +63,15 @@ function(_mlirgpu_options out out_libraries)
   endforeach()
   set(libraries)
   foreach(library IN LISTS ARG_LINK_LIBS)
-    if(TARGET "${library}")  # a library of mlirgpu_add_library: every file of it, and the target itself
+    if(TARGET "${library}")  # a library of mlirgpu_add_library: every file of it linked, the target depended on
       get_property(files TARGET "${library}" PROPERTY MLIRGPU_BITCODE)
       foreach(file IN LISTS files)
         list(APPEND options "-l" "${file}")
       endforeach()
-      list(APPEND libraries ${files} "${library}")
+      # Its files are not named here: with Makefiles, a custom command's output named by another target's command
+      # runs its rule again in that target. The compile's depfile names them (a changed library rebuilds its users)
+      # and the target orders the library first.
+      list(APPEND libraries "${library}")
     else()
       get_filename_component(library "${library}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
       list(APPEND options "-l" "${library}")
