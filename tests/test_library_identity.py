@@ -10,7 +10,7 @@ import pytest
 import oracle
 from conftest import CORPUS, instantiate
 from test_upstream_identity import _pipeline
-from mlirgpu import CompileOptions, compile_file, compile_to_object
+from mlirgpu import CompileError, CompileOptions, compile_file, compile_to_object
 
 LIBRARY = """\
 module attributes {gpu.container_module} {
@@ -145,3 +145,20 @@ def test_a_textual_ll_library_links_as_upstream(level, tmp_path, cuda_root):
     dumps = tmp_path / "dumps"
     _same_as_upstream(source, CompileOptions(format="bin", dump_dir=str(dumps), toolkit=cuda_root,
                                              link_libs=(library,)), cuda_root, None, (library,), dumps)
+
+
+@pytest.mark.parametrize("target", sorted(CHIPS))
+def test_an_isa_keeps_a_call_no_library_defines_as_upstream(target, tmp_path, cuda_root, rocm_root):
+    """format=isa leaves a function no library defines to a device linker, as upstream does (the same ISA);
+    the binary formats refuse it at the link stage, naming the function."""
+    toolkit = {"nvvm": cuda_root, "rocdl": rocm_root}.get(target, "")
+    (tmp_path / "kernels.mlir").write_text(KERNELS)
+    built = dict(target=target, chip=CHIPS[target], opt_level=3, toolkit=toolkit)
+    dumps = tmp_path / "dumps"
+    result = compile_file(str(tmp_path / "kernels.mlir"), CompileOptions(format="isa", dump_dir=str(dumps), **built))
+    upstream = oracle.upstream_objects(str(tmp_path / "kernels.mlir"), "isa", toolkit,
+                                       _pipeline(target, CHIPS[target], 3))
+    assert [(dumps / f"{job.stem}.isa").read_bytes() + ISA_OBJECT_TAIL.get(target, b"") for job in result.jobs] == \
+        [blob for _attr, blob in upstream]
+    with pytest.raises(CompileError, match="calls @axpy, which no linked library defines"):
+        compile_file(str(tmp_path / "kernels.mlir"), CompileOptions(format="bin", **built))

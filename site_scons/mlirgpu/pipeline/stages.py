@@ -73,7 +73,9 @@ def _linked(compile_, job, module):
                                fix=f"fix the {hint('link_libs')} / link=[...] path")
     compile_.dependencies += [library.path for library in libraries]
     linked = llvm_ops.link(module, [library.as_args() for library in libraries])
-    if compile_.options.emit != LIBRARY:  # a library may leave a function to another library its users link
+    # A library may leave a function to another library its users link, and an ISA (PTX, AMDGCN or SPIR-V
+    # assembly) to a device linker, as upstream's format=isa does; a binary is loaded as it is.
+    if compile_.options.emit != LIBRARY and compile_.options.format != "isa":
         # A `func.func private` declaration lowers to a wrapper calling `_mlir_ciface_<name>`: named as written.
         missing = [name[len(_C_INTERFACE):] if name.startswith(_C_INTERFACE) else name
                    for name in llvm_ops.undefined_uses(linked, job.target.provided_elsewhere)]
