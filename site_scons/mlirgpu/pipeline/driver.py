@@ -22,7 +22,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from . import compileentry, embed, hostobject, repro, stagerunner
+from . import compileentry, embed, fanout, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
 from ..llvm.process import ToolTimedOut
@@ -53,6 +53,7 @@ class CompileResult:
     stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
     cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
     trace: list = field(default_factory=list)  # Chrome trace events: the compile and each stage of each job
+    llvm_modules: int = 0  # the most LLVM modules the stages held at once, in all processes (at most)
 
 
 def compile_to_object(source, output, options, translator=None, report=None):
@@ -132,7 +133,8 @@ def _compile(source, options, output, translator, report):
         compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
-                         stages=compile_.origins, cache_warnings=remotecache.take_warnings(), trace=events)
+                         stages=compile_.origins, cache_warnings=compile_.cache_warnings + remotecache.take_warnings(),
+                         trace=events, llvm_modules=compile_.llvm_modules)
 
 
 def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, entry_key):
@@ -146,7 +148,7 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     absent = [module.name for module in loaded.modules
               if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)
-    outputs = {job.id: stagerunner.run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+    outputs = fanout.run_jobs(compile_, jobs, llvm_irs, dumps)
     for job in jobs:
         for stage, path in compile_.substituted.get(job.id, {}).items():
             warnings.append(CompileWarning(f"module @{job.module.name} ({job.chip}): the {stage} stage's output "
@@ -279,13 +281,13 @@ def _dependencies(compile_, jobs):
 
 
 def _profile(source, result, started, seconds):
-    """Append this compile's start (epoch seconds), duration, stage and tool times to `$MLIRGPU_PROFILE` (JSON
-    lines), for the benchmarks."""
+    """Append this compile's start (epoch seconds), duration, stage and tool times and the most LLVM modules its
+    stages held at once to `$MLIRGPU_PROFILE` (JSON lines), for the benchmarks."""
     path = os.environ.get("MLIRGPU_PROFILE")
     if not path:
         return
     tools = {name: entry[:2] for name, entry in result.tools.items()}
     line = json.dumps({"source": source, "started": started, "seconds": seconds, "stages": result.timings,
-                       "tools": tools, "jobs": len(result.jobs)}, sort_keys=True)
+                       "tools": tools, "jobs": len(result.jobs), "llvm_modules": result.llvm_modules}, sort_keys=True)
     with open(path, "a", encoding="utf-8") as handle:  # one short append per compile: atomic on POSIX
         handle.write(line + "\n")
