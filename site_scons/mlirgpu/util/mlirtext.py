@@ -8,6 +8,7 @@ reading of each construct. Anything not understood raises `Unreadable`; the scan
 import bisect
 import functools
 import re
+import sys
 
 
 class Unreadable(ValueError):
@@ -18,7 +19,11 @@ class Unreadable(ValueError):
 # text, but sre keeps a backtracking frame per character of a repeated group (6 GB and 17 s for the 96 MB hex
 # string of a 48 MiB dense_resource blob), and a repeated character class runs in one C loop.
 SYMBOL = re.compile(r'@("[^"\\\n]*(?:\\.[^"\\\n]*)*"|[A-Za-z_$.\-0-9][\w$.\-]*)')
-_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|"')
+# A run of comment lines (indented by spaces) is one match: a file of a million comment lines costs one. Its
+# repeat is possessive where sre has them (Python 3.11): a greedy one keeps a backtracking frame per line.
+_COMMENT_RUN = r"//[^\n]*(?:\n *//[^\n]*)*" + ("+" if sys.version_info >= (3, 11) else "")
+_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + '|"')
+_BLANK_ASCII = bytes(10 if byte == 10 else 32 for byte in range(256))  # every byte but a newline a space
 _BRACES = re.compile(r"[{}]")
 
 
@@ -43,8 +48,9 @@ class Structure:
                 clean.append(token)
                 masked.append('"' + " " * (len(token) - 2) + '"')
             else:
-                clean.append(" " * len(token))
-                masked.append(" " * len(token))
+                blank = _blank(token) if "\n" in token else " " * len(token)
+                clean.append(blank)
+                masked.append(blank)
             pos = end
         clean.append(text[pos:])
         masked.append(text[pos:])
@@ -69,6 +75,30 @@ class Structure:
     def depth_at(self, position):
         """`{` nesting depth just before `position`."""
         return self._depths[bisect.bisect_right(self._breaks, position) - 1]
+
+
+def _blank(text):
+    """`text` with every character but a newline a space (one C pass for ASCII text, one per line else)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_BLANK_ASCII).decode("ascii")
+    return "\n".join(" " * len(line) for line in text.split("\n"))
+
+
+def without_comments(text):
+    """`text` less its comments and the lines they leave blank (strings whole): what MLIR's parser reads of
+    it, and no more (a file's prelude may be megabytes of comments, which every piece cut from it would copy)."""
+    kept = _STRINGS_AND_COMMENTS.sub(lambda match: "" if match.group().startswith("//") else match.group(), text)
+    return "\n".join(line for line in kept.split("\n") if line.strip())
+
+
+_STRING_OR_TRAILER = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + r"|\{-#")
+
+
+def resource_trailer_start(text):
+    """The offset of the `{-#` that opens the resource trailer in `text` (after a file's top module: location
+    aliases, then the trailer), outside strings and comments; -1 when there is none."""
+    found = next((match for match in _STRING_OR_TRAILER.finditer(text) if match.group() == "{-#"), None)
+    return found.start() if found else -1
 
 
 def unescape_mlir_string(body):
