@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "site_scons"))
 # Kernel bodies the modules cycle through: plain arithmetic, libdevice calls (the link stage pulls them in), f64,
 # a loop (unrolled or not by the O level). `{i}` makes every symbol unique.
 _BODIES = (
-    """    llvm.func @k{i}(%n: i32, %a: f32, %x: !llvm.ptr<1>, %y: !llvm.ptr<1>) attributes {{gpu.kernel, nvvm.kernel}} {{
+    """    llvm.func @k{i}(%n: i32, %a: f32, %x: !llvm.ptr<1>, %y: !llvm.ptr<1>)
+        attributes {{gpu.kernel, nvvm.kernel}} {{
       %t = nvvm.read.ptx.sreg.tid.x : i32
       %in = llvm.icmp "slt" %t, %n : i32
       llvm.cond_br %in, ^body, ^exit
@@ -100,8 +101,8 @@ def write_many(path, count):
 
 
 def write_big(path, kind, mib):
-    """One saxpy module and `mib` MiB of a dialect resource blob (`kind` "blob": a global of the module reads a
-    few of its elements, as a table of weights would be) or of line comments (`kind` "comment")."""
+    """One small module and `mib` MiB of a dialect resource blob after the top module (`kind` "blob": data the
+    device code does not use, such as the host's weights) or of line comments before it (`kind` "comment")."""
     size = mib << 20
     with open(path, "w", encoding="utf-8") as handle:
         if kind == "comment":
@@ -155,7 +156,8 @@ def measure(base, sizes, big_mib, reps, interleave, peak_memory):
 
 
 def report(results):
-    lines = ["| input | ours | upstream | time ratio | peak PSS ours / upstream | memory ratio |", "|---|---|---|---|---|---|"]
+    lines = ["| input | ours | upstream | time ratio | peak PSS ours / upstream | memory ratio |",
+             "|---|---|---|---|---|---|"]
     for label, result in results.items():
         ours, upstream = result["ours"], result["upstream"]
         lines.append(f"| {label} | {ours['median']:.2f} s ({ours['min']:.2f}-{ours['max']:.2f}) | "

@@ -7,7 +7,8 @@ Upstream chain, per source (driven by `make -jN`): `mlir-opt --gpu-module-to-bin
 Repetitions are interleaved (ours, upstream, ours, ...); medians and min-max are reported, and the ratio
 ours/upstream. Sections: full builds (-j2, -j1), single-source latency, null builds against SCons's floor (the
 same number of targets from a trivial Command), an incremental rebuild, DUMP=1 against DUMP=0 with peak memory,
-the scan of files of many modules against mlir-opt, a profile of where the time goes (MLIRGPU_PROFILE); these
+the scan of files of many modules against mlir-opt, big inputs (files of 1000-10,000 modules, a 48 MiB resource blob
+or comment file: bench/many_modules.py), a profile of where the time goes (MLIRGPU_PROFILE); these
 run without the stage cache and the compile server. Then the server's and the cache's (bench/fast.py): Ninja
 builds per file with the server warm, cold and off, one source with a warm server, early cutoff in a file of 20
 modules, and SCons with one of 200 sources edited against SCons's floor plus the upstream chain. Then sharing
@@ -34,6 +35,7 @@ sys.path.insert(0, HERE)
 
 import fast  # noqa: E402
 import fleet  # noqa: E402
+import many_modules  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 from mlirgpu.llvm import toolchain  # noqa: E402
 from mlirgpu.pipeline.stages import STAGES  # noqa: E402
@@ -334,6 +336,8 @@ def report(results):
     for size, value in results["scan"].items():
         lines.append(f"  {size:>6s} modules: {value['ours']['median']:.2f} / {value['upstream']['median']:.2f} = "
                      f"{ratio(value['ours'], value['upstream']):.2f}")
+    lines.append("Big inputs, cold, to ISA (`mlirgpu compile` / `mlir-opt --gpu-module-to-binary`): median s, peak PSS")
+    lines.extend("  " + line for line in many_modules.report(results["many_modules"]).splitlines())
     inc = results["incremental"]
     lines.append(f"Incremental, one of {results['incremental_sources']} sources touched (median s): ours "
                  f"{inc['ours']['median']:.2f} / upstream {inc['upstream']['median']:.2f} = "
@@ -415,6 +419,8 @@ def main(argv=None):
                                                toolchain)
         results["cutoff"] = fast.early_cutoff(base, reps, interleave, cuda_root())
         results["scan"] = scan_scaling(base, (100,) if args.quick else (1000, 10000), reps)
+        results["many_modules"] = many_modules.measure(base, (100,) if args.quick else (1000, 4000, 10000),
+                                                       1 if args.quick else 48, min(reps, 3), interleave, peak_memory)
         results["profile"] = profile(corpus_dir)
         results["remote_cache"] = fleet.remote_cache(base, corpus_dir, reps, SCONS, timed)
         results["scaling"] = fleet.scaling(base, 10 if args.quick else 200, 1 if args.quick else min(reps, 2), SCONS,

@@ -13,7 +13,10 @@ def test_quick_benchmark_produces_every_section(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"full", "latency", "null", "incremental", "profile", "ninja", "single", "cutoff",
-                            "scons_one_edited"}
+                            "scons_one_edited", "many_modules"}
+    assert set(results["many_modules"]) == {"100 modules", "1 MiB blob", "1 MiB comment"}
+    for value in results["many_modules"].values():
+        assert value["ours"]["median"] > 0 and value["upstream"]["peak_pss_kib"] > 0 and value["time_ratio"] > 0
     assert set(results["ninja"]) == {"ninja ours, server warm", "ninja ours, server cold", "ninja ours, in process",
                                      "ninja upstream"}
     cutoff = results["cutoff"]
@@ -28,3 +31,4 @@ def test_quick_benchmark_produces_every_section(tmp_path):
     assert results["profile"]["stages"]["isa"] > 0 and results["profile"]["tools"]
     text = (tmp_path / "results.txt").read_text()
     assert "ratio ours/upstream -j2" in text and "Ninja-style full build" in text and "Early cutoff" in text
+    assert "Big inputs" in text and "| 100 modules |" in text

@@ -75,7 +75,8 @@ def test_runners_leave_what_one_process_leaves(tmp_path, cuda_root, fmt, count):
 def test_an_llvm_abort_in_a_runner_is_reported_as_in_one_process(tmp_path, cuda_root):
     source = tmp_path / "many.mlir"
     write_many(str(source), 200)
-    text, count = re.subn(r'(gpu\.module @m150 \[#nvvm\.target<[^>]*)>', r'\1, features = "+ptx50">', source.read_text())
+    header = r"(gpu\.module @m150 \[#nvvm\.target<[^>]*)>"
+    text, count = re.subn(header, r'\1, features = "+ptx50">', source.read_text())
     assert count == 1
     source.write_text(text)
     said = []
