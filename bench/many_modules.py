@@ -2,12 +2,15 @@
 file carrying a big dialect resource blob or a big comment (issue #33).
 
     python bench/many_modules.py [--sizes 1000,4000,10000] [--big-mib 48] [--reps N] [--out DIR]
+                                 [--baseline DIR]
 
 Ours: `mlirgpu compile FILE -o FILE.o --format isa` with `MLIRGPU_SERVER=off MLIRGPU_CACHE=off` (every stage
 runs, in the command's own worker and the stage runners it forks). Upstream: `mlir-opt
 --gpu-module-to-binary="format=isa toolkit=<CUDA>"` on the same file (it links libdevice per module, as we do).
-Each variant's time is the median of interleaved repetitions (bench/run.py's method); peak memory is the largest
-total PSS of the command's process tree, sampled in one extra untimed run (bench/run.py's `peak_memory`).
+With `--baseline DIR` (a checkout of an earlier commit, e.g. `git archive main site_scons | tar -x -C DIR`), the
+same command runs that package too (`before`). Each variant's time is the median of interleaved repetitions
+(bench/run.py's method); peak memory is the largest total PSS of the command's process tree, sampled in one extra
+untimed run (bench/run.py's `peak_memory`).
 """
 import argparse
 import json
@@ -121,17 +124,22 @@ def write_big(path, kind, mib):
     return path
 
 
-def _commands(path, toolkit, toolchain):
+def _commands(path, toolkit, toolchain, baseline):
     mlirgpu = os.path.join(os.path.dirname(sys.executable), "mlirgpu")
     ours = [mlirgpu, "compile", path, "-o", path + ".o", "--format", "isa", "--toolkit", toolkit]
     upstream = [toolchain.llvm_tool("mlir-opt"), path, f"--gpu-module-to-binary=format=isa toolkit={toolkit}", "-o",
                 path + ".upstream.mlir"]
-    return {"ours": (ours, os.path.dirname(path), None), "upstream": (upstream, os.path.dirname(path), None)}
+    commands = {"ours": ours, "upstream": upstream}
+    if baseline:  # the same command running the package of another checkout (its workers inherit the path)
+        commands["before"] = ["env", f"PYTHONPATH={os.path.join(baseline, 'site_scons')}", *ours[:3],
+                              path + ".before.o", *ours[4:]]
+    return {name: (argv, os.path.dirname(path), None) for name, argv in commands.items()}
 
 
-def measure(base, sizes, big_mib, reps, interleave, peak_memory):
-    """{case: {ours, upstream: timing summary with peak PSS (KiB)}, ratios}: N modules for each of `sizes`, then the
-    blob and comment files of `big_mib` MiB."""
+def measure(base, sizes, big_mib, reps, interleave, peak_memory, baseline=None):
+    """{case: {ours, upstream (and before): timing summary with peak PSS (KiB)}, ratios}: N modules for each of
+    `sizes`, then the blob and comment files of `big_mib` MiB. `baseline`: a checkout of an earlier version, whose
+    package runs as `before`."""
     from mlirgpu.llvm import toolchain
     from mlirgpu.targets.cuda import cuda_toolkit
 
@@ -145,7 +153,7 @@ def measure(base, sizes, big_mib, reps, interleave, peak_memory):
         folder = os.path.join(base, label.replace(" ", "_"))
         os.makedirs(folder, exist_ok=True)
         path = write(os.path.join(folder, "input.mlir"))
-        variants = _commands(path, toolkit, toolchain)
+        variants = _commands(path, toolkit, toolchain, baseline)
         result = interleave(variants, reps, lambda name, cwd: None)
         for name, (argv, cwd, _env) in variants.items():
             result[name]["peak_pss_kib"] = peak_memory(argv, cwd)
@@ -156,14 +164,20 @@ def measure(base, sizes, big_mib, reps, interleave, peak_memory):
 
 
 def report(results):
-    lines = ["| input | ours | upstream | time ratio | peak PSS ours / upstream | memory ratio |",
-             "|---|---|---|---|---|---|"]
+    before = any("before" in result for result in results.values())
+    lines = ["| input | ours | upstream | time ratio | peak PSS ours / upstream | memory ratio |"
+             + (" before: time, peak PSS |" if before else ""),
+             "|---|---|---|---|---|---|" + ("---|" if before else "")]
     for label, result in results.items():
         ours, upstream = result["ours"], result["upstream"]
-        lines.append(f"| {label} | {ours['median']:.2f} s ({ours['min']:.2f}-{ours['max']:.2f}) | "
-                     f"{upstream['median']:.2f} s ({upstream['min']:.2f}-{upstream['max']:.2f}) | "
-                     f"{result['time_ratio']:.2f} | {ours['peak_pss_kib'] / 1024:.0f} / "
-                     f"{upstream['peak_pss_kib'] / 1024:.0f} MiB | {result['memory_ratio']:.2f} |")
+        line = (f"| {label} | {ours['median']:.2f} s ({ours['min']:.2f}-{ours['max']:.2f}) | "
+                f"{upstream['median']:.2f} s ({upstream['min']:.2f}-{upstream['max']:.2f}) | "
+                f"{result['time_ratio']:.2f} | {ours['peak_pss_kib'] / 1024:.0f} / "
+                f"{upstream['peak_pss_kib'] / 1024:.0f} MiB | {result['memory_ratio']:.2f} |")
+        if "before" in result:
+            line += (f" {result['before']['median']:.2f} s ({result['before']['median'] / upstream['median']:.2f}x), "
+                     f"{result['before']['peak_pss_kib'] / 1024:.0f} MiB |")
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -175,10 +189,11 @@ def main(argv=None):
     parser.add_argument("--big-mib", type=int, default=48, help="size of the blob and comment files")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(HERE, "out"))
+    parser.add_argument("--baseline", help="a checkout of an earlier version (a worktree, an archive) to run too")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="mlirgpu-many-") as base:
         results = measure(base, [int(size) for size in args.sizes.split(",")], args.big_mib, args.reps,
-                          run.interleave, run.peak_memory)
+                          run.interleave, run.peak_memory, args.baseline and os.path.abspath(args.baseline))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "many_modules.json"), "w") as handle:
         json.dump(results, handle, indent=2, sort_keys=True)

@@ -55,6 +55,7 @@ class _Fan:
         self.llvm_irs = llvm_irs
         self.dumps = dumps
         self.running = {}  # read end of a runner's pipe -> [chunk index, pid, the bytes it sent so far]
+        self.poll = select.poll()
 
     def run(self, chunks, runners, outputs):
         """Run `chunks`, `runners` at a time, adding their jobs' outputs to `outputs` in order; how many jobs, from
@@ -73,7 +74,7 @@ class _Fan:
                     self._start(started, chunks[started])
                     started += 1
                 at_once = max(at_once, len(self.running))
-                for fd in select.select(list(self.running), [], [])[0]:
+                for fd, _event in self.poll.poll():
                     index, sent = self._read(fd)
                     if index is not None:
                         finished[index] = sent
@@ -97,6 +98,7 @@ class _Fan:
             self._runner(chunk, write_fd)  # never returns
         os.close(write_fd)
         self.running[read_fd] = [index, pid, []]
+        self.poll.register(read_fd, select.POLLIN)
 
     def _read(self, fd):
         """(chunk index, what its runner sent or None when it failed) once its runner ended, else (None, None)."""
@@ -106,6 +108,7 @@ class _Fan:
             entry[2].append(data)
             return None, None
         del self.running[fd]
+        self.poll.unregister(fd)
         os.close(fd)
         _, status = os.waitpid(entry[1], 0)
         return entry[0], pickle.loads(b"".join(entry[2])) if status == 0 else None

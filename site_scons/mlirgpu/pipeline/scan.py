@@ -436,4 +436,5 @@ def direct_source(path, options):
         if trailer and "dense_resource<" in piece:  # only a module using resources reads them
             piece += trailer + "\n"
         pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, direct=True))
+    _last_read.clear()  # the compile reads its pieces from now on
     return sources.Source(path, pieces)

@@ -36,6 +36,7 @@ class Structure:
     def __init__(self, text):
         clean, masked = [], []
         pos = 0
+        strings = comments = False
         for match in _STRINGS_AND_COMMENTS.finditer(text):
             start, end = match.span()
             token = match.group()
@@ -45,9 +46,11 @@ class Structure:
             clean.append(between)
             masked.append(between)
             if token[0] == '"':
+                strings = True
                 clean.append(token)
                 masked.append('"' + " " * (len(token) - 2) + '"')
             else:
+                comments = True
                 blank = _blank(token) if "\n" in token else " " * len(token)
                 clean.append(blank)
                 masked.append(blank)
@@ -55,8 +58,9 @@ class Structure:
         clean.append(text[pos:])
         masked.append(text[pos:])
         self.text = text
-        self.clean = "".join(clean)
-        self.masked = "".join(masked)
+        # One copy where two would be equal (a 48 MiB blob has no comments, a file of comments no strings).
+        self.clean = "".join(clean) if comments else text
+        self.masked = "".join(masked) if strings else self.clean
         self._breaks, self._depths, self.closing = [0], [0], {}  # closing: offset of each `{` -> its `}`
         opened = []
         for match in _BRACES.finditer(self.masked):
