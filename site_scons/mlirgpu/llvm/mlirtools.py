@@ -137,7 +137,9 @@ def _translate(pieces, source):
             output = _output(result, "mlir-translate", source, what)
         except CompileError as exc:
             raise _at_source_line(exc, text.split("\n"), source) from None
-        modules += [piece for piece in re.split(r"^(?=; ModuleID = )", output, flags=re.M)
+        # Each module ends in one newline: the last of a run has no blank line after it, and a module's text (the
+        # stage cache's key of its first stage) must not depend on where in a run it was translated.
+        modules += [piece.rstrip("\n") + "\n" for piece in re.split(r"^(?=; ModuleID = )", output, flags=re.M)
                     if piece.startswith("; ModuleID")]
     if len(modules) != len(pieces):
         raise CompileError(f"mlir-translate returned {len(modules)} modules for {len(pieces)}", file=source)
