@@ -34,33 +34,19 @@ class Structure:
     source on every build."""
 
     def __init__(self, text):
-        clean, masked = [], []
-        pos = 0
-        strings = comments = False
+        comments, strings = [], []  # the spans of each
         for match in _STRINGS_AND_COMMENTS.finditer(text):
             start, end = match.span()
-            token = match.group()
-            if token == '"':
+            if text[start] != '"':
+                comments.append((start, end))
+            elif end - start == 1:
                 raise Unreadable("unterminated string")
-            between = text[pos:start]
-            clean.append(between)
-            masked.append(between)
-            if token[0] == '"':
-                strings = True
-                clean.append(token)
-                masked.append('"' + " " * (len(token) - 2) + '"')
             else:
-                comments = True
-                blank = _blank(token) if "\n" in token else " " * len(token)
-                clean.append(blank)
-                masked.append(blank)
-            pos = end
-        clean.append(text[pos:])
-        masked.append(text[pos:])
+                strings.append((start + 1, end - 1))
         self.text = text
-        # One copy where two would be equal (a 48 MiB blob has no comments, a file of comments no strings).
-        self.clean = "".join(clean) if comments else text
-        self.masked = "".join(masked) if strings else self.clean
+        # Built from spans, without a copy of any token: a 48 MiB blob is one string, a file of comments one run.
+        self.clean = _blanked(text, comments) if comments else text
+        self.masked = _blanked(self.clean, strings) if strings else self.clean
         self._breaks, self._depths, self.closing = [0], [0], {}  # closing: offset of each `{` -> its `}`
         opened = []
         for match in _BRACES.finditer(self.masked):
@@ -79,6 +65,17 @@ class Structure:
     def depth_at(self, position):
         """`{` nesting depth just before `position`."""
         return self._depths[bisect.bisect_right(self._breaks, position) - 1]
+
+
+def _blanked(text, spans):
+    """`text` with the characters of each span `(start, end)` (in order) blanked, newlines kept."""
+    parts, pos = [], 0
+    for start, end in spans:
+        parts.append(text[pos:start])
+        parts.append(_blank(text[start:end]) if text.find("\n", start, end) >= 0 else " " * (end - start))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _blank(text):
