@@ -104,8 +104,9 @@ def _documented(heading):
 
 
 def test_the_record_and_manifest_fields_are_those_of_the_reference(tmp_path):
-    """A real NVVM and ROCDL compile with dumps, and the manifest of both: every field they hold has its line,
-    and every line names a field they hold (kernel resources: the union of both targets')."""
+    """A real NVVM and ROCDL compile with dumps, a library compile, and the manifest of the objects: every field
+    they hold has its line, and every line names a field they hold (kernel resources: the union of both
+    targets')."""
     import json
     import subprocess
     import sys
@@ -120,9 +121,17 @@ def test_the_record_and_manifest_fields_are_those_of_the_reference(tmp_path):
                        env=env, cwd=tmp_path)
     subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", ".", "-o", "art"], check=True, env=env,
                    cwd=tmp_path, capture_output=True)
+    # A library compile's record (emit=library) adds what it wrote; the manifest leaves libraries out.
+    subprocess.run([sys.executable, "-m", "mlirgpu", "compile", "--emit", "library", str(tmp_path / "k.mlir"),
+                    "-o", str(tmp_path / "lib" / "k"), "--dump-intermediates", str(tmp_path / "lib" / "k.dumps")],
+                   check=True, env=env, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", ".", "-o", "art-with-library"], check=True,
+                   env=env, cwd=tmp_path, capture_output=True)
+    assert (tmp_path / "art" / "gpu-manifest.json").read_text() == \
+        (tmp_path / "art-with-library" / "gpu-manifest.json").read_text()
     record = set()
-    for name in ("k", "a"):
-        with open(tmp_path / f"{name}.dumps" / "mlirgpu.json", encoding="utf-8") as handle:
+    for name in ("k.dumps", "a.dumps", "lib/k.dumps"):
+        with open(tmp_path / name / "mlirgpu.json", encoding="utf-8") as handle:
             record |= _fields(json.load(handle))
     assert sorted(record ^ _documented("The record")) == []
     with open(tmp_path / "art" / "gpu-manifest.json", encoding="utf-8") as handle:

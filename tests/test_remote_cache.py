@@ -517,3 +517,38 @@ def test_a_value_is_bound_to_its_key_and_secret(tmp_path, redis_server):
     assert reader.get("one") is None
     reader.put("one", b"first payload")  # without a secret: the value may be the team's, and is kept
     assert keyed.get("one") == b"first payload"
+
+
+def test_a_library_compile_goes_through_both_caches(tmp_path, redis_server):
+    """A device-function library (`--emit library`): its stages are stored like an object's, a second machine
+    gets every one from the remote tier, and the bitcode is the same."""
+    source = tmp_path / "lib.mlir"
+    source.write_text(LIBRARY)
+
+    def build(name, **env):
+        folder = tmp_path / name
+        folder.mkdir()
+        run = mlirgpu("compile", "--emit", "library", str(source), "-o", "lib", "--dump-intermediates", "d",
+                      cwd=folder, cache=tmp_path / f"cache-{name}", **env)
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        record = json.loads((folder / "d" / "mlirgpu.json").read_text())
+        return {job["stem"]: job["stages"] for job in record["jobs"]}, (folder / "lib.nvvm.bc").read_bytes()
+
+    _stages, expected = build("off", MLIRGPU_CACHE="off")
+    stages, bitcode = build("a", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert origins(stages) == {"ran"} and set(stages["twice"]) == {"initial.ll", "linked.ll", "bc"}
+    assert bitcode == expected
+    stages, bitcode = build("b", MLIRGPU_REMOTE_CACHE=redis_server.url())
+    assert origins(stages) == {"cached"} and bitcode == expected
+
+
+LIBRARY = """\
+module attributes {gpu.container_module} {
+  gpu.module @twice [#nvvm.target<chip = "sm_80">] {
+    llvm.func @twice(%x: f32) -> f32 {
+      %r = llvm.fadd %x, %x : f32
+      llvm.return %r : f32
+    }
+  }
+}
+"""

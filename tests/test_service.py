@@ -94,32 +94,49 @@ def test_every_hostile_case_reads_the_same_through_the_server(name, tmp_path, se
 def test_a_runner_serves_each_command_as_a_fresh_process_would(chunk, tmp_path, server_env, cuda_root):
     """A quarter of the bad-input table through one server, each case after a good compile (with the stage
     cache, dumps, a header and a depfile) that the same runner served: every result (exit code, messages, files, the
-    temporary folder) is the in-process one, so a runner keeps nothing of a command that changes the next."""
+    temporary folder) is the in-process one, so a runner keeps nothing of a command that changes the next. In
+    process, the good compile runs once; each case starts from a copy of the stage cache it filled, the state a
+    served case starts from."""
     good = instantiate(os.path.join(CORPUS, "vec_scale.multi.nvvm.mlir"), tmp_path / "good.mlir", "", 3)
+
+    def good_compile(base, env):
+        run = mlirgpu("compile", good, "-o", str(base / "good.o"), "--dump-intermediates", str(base / "good.d"),
+                      "--header", str(base / "good.h"), "--depfile", str(base / "good.dep"), "--toolkit", cuda_root,
+                      env=env, cwd=base)
+        return [(run.returncode, run.stdout, run.stderr.replace(str(base), "<case>")), _tree(base / "good.d"),
+                (base / "good.dep").read_text().replace(str(base), "<case>")]
+
+    def folders(base):
+        (base / "tmp").mkdir(parents=True)
+        (base / "work").mkdir()
+        return dict(server_env, TMPDIR=str(base / "tmp"), MLIRGPU_CACHE_DIR=str(base / "cache"))
+
+    first = tmp_path / "in-process" / "good"  # as deep as a case's folder: the dumps name the source relatively
+    env = dict(folders(first), MLIRGPU_SERVER="off")
+    good_in_process = good_compile(first, env)
+    assert good_in_process[0][0] == 0, good_in_process[0]
     names = sorted(CASES)[chunk::4]
     for name in names:
         case = CASES[name]
         results = {}
         for mode in ("off", "on"):
             base = tmp_path / name / mode
-            (base / "tmp").mkdir(parents=True)
-            (base / "work").mkdir()
+            env = dict(folders(base), MLIRGPU_SERVER=mode)
+            if mode == "on":
+                before = good_compile(base, env)
+            else:
+                shutil.copytree(first / "cache", base / "cache")
+                before = good_in_process
             source = _materialise(base / "work", name, case)
             args = [_fill(arg, base / "work", source) for arg in case.args]
             if "-o" not in args:
                 args = ["-o", "out.o", *args]
-            env = dict(server_env, MLIRGPU_SERVER=mode, TMPDIR=str(base / "tmp"), MLIRGPU_CACHE_DIR=str(base / "cache"))
-            first = mlirgpu("compile", good, "-o", str(base / "good.o"), "--dump-intermediates", str(base / "good.d"),
-                            "--header", str(base / "good.h"), "--depfile", str(base / "good.dep"),
-                            "--toolkit", cuda_root, env=env, cwd=base)
             run = mlirgpu("compile", os.path.basename(source) if source.startswith(str(base)) else source, *args,
                           env=dict(env, **case.env), cwd=base / "work")
-            results[mode] = [(step.returncode, step.stdout, step.stderr.replace(str(base), "<case>"))
-                             for step in (first, run)] + [_tree(base / "work"), _tree(base / "good.d"),
-                                                          os.listdir(base / "tmp"),
-                                                          (base / "good.dep").read_text().replace(str(base), "<case>")]
+            left = sorted(os.listdir(base / "tmp") + (os.listdir(first / "tmp") if mode == "off" else []))
+            results[mode] = [before, (run.returncode, run.stdout, run.stderr.replace(str(base), "<case>")),
+                             _tree(base / "work"), left]
         assert results["on"] == results["off"], name
-        assert results["on"][0][0] == 0, results["on"][0]
     served = mlirgpu("server", "status", env=server_env).stdout
     commands, runners = (int(n) for n in re.search(r"served (\d+) commands \(in (\d+) runners\)", served).groups())
     assert commands == 2 * len(names) and runners < commands, served  # runners served commands one after another

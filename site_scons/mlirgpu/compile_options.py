@@ -14,6 +14,7 @@ from .util.cmdline import option_words, unclosed_quote
 FORMATS = ("isa", "bin", "fatbin")
 LAYOUTS = ("plain", "vendor")
 HOST_CODE = ("compile", "ignore")
+EMITS = ("object", "library")  # what a compile makes: a host object, or device-function libraries (bitcode)
 MAX_CHIPS = 64  # more chips than any GPU family has: a runaway list is a mistake
 RESERVED_SECTIONS = ("mlirgpu_registry",)  # our own registry: binaries placed there would corrupt it
 NOBITS_SECTIONS = re.compile(r"\.(?:t|s)?bss(?:\..*)?")  # sections without file contents cannot hold a binary
@@ -39,6 +40,7 @@ class CompileOptions:
     depfile: str = ""  # write a Make-style depfile (source, libraries, tools) here
     lowering: str = ""  # an mlir-opt pass pipeline for target-neutral modules instead of the built-in one
     substitute: str = ""  # a folder of hand-edited stage outputs named like the dumps: each replaces its stage's output
+    emit: str = "object"  # object: the host object; library: one bitcode library per target (and chip) to link
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ OPTIONS = (
     Option("substitute", "--substitute", "GPU_SUBSTITUTE", "a folder of hand-edited stage outputs named like the "
            "dumps (k.opt.ll, k.isa, k.cubin...): each replaces that stage's output, and the later stages run from it",
            metavar="DIR"),
+    Option("emit", "--emit", "", "what to make: the host object, or a device-function library (one LLVM bitcode "
+           "file per target and chip, -o naming its prefix) that kernels elsewhere link with -l", choices=EMITS),
 )
 BY_NAME = {option.name: option for option in OPTIONS}
 errors.know_options({option.name: (option.flag, option.variable) for option in OPTIONS})
@@ -171,7 +175,7 @@ def _validate(options, known_targets):
         value = getattr(options, option.name)
         if isinstance(value, str) and ("\0" in value or "\n" in value or "\r" in value):
             fail(option.name, value, "no NUL or line breaks allowed")
-    for name, allowed in (("format", FORMATS), ("layout", LAYOUTS), ("host_code", HOST_CODE),
+    for name, allowed in (("format", FORMATS), ("layout", LAYOUTS), ("host_code", HOST_CODE), ("emit", EMITS),
                           ("target", ("",) + tuple(known_targets))):
         value = getattr(options, name)
         if value not in allowed:

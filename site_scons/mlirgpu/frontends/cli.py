@@ -1,6 +1,7 @@
 """The compiler core from the command line, for any build system:
 
     mlirgpu compile IN.mlir -o OUT.o [options]        compile (docs/reference.md lists the options)
+    mlirgpu compile --emit library IN.mlir -o LIB     device-function libraries LIB.<target>[.<chip>].bc
     mlirgpu list-outputs IN.mlir -o OUT.o [options]   the files that compile would write, one per line
     mlirgpu artifacts DUMPDIR... -o OUTDIR            CI manifest, reports and archive
     mlirgpu cache stats|clear                         the stage cache: its size and counts, or empty it
@@ -33,7 +34,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _compile_options(command):
     command.add_argument("input", help="the .mlir source")
-    command.add_argument("-o", "--output", required=True, metavar="OUT.o", help="the host object to write")
+    command.add_argument("-o", "--output", required=True, metavar="OUT.o",
+                         help="the host object to write (--emit library: the prefix of the bitcode files)")
     for option in OPTIONS:
         choices = option.choices
         if option.name == "target":
@@ -112,7 +114,8 @@ def _list_outputs(args):
     from ..pipeline.scan import planned_outputs
 
     options = check_options(args.input, _options(args))
-    outputs = [args.output] + ([options.header] if options.header else [])
+    # A library's bitcode files (`-o` being their prefix), else the object and its header.
+    outputs = _library_files(args) or [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
         folder = os.path.normpath(options.dump_dir)
         folder = "" if folder == "." else folder + os.sep
@@ -169,25 +172,26 @@ def _cache(args):
         print(f"cleared {cache.root}")
         return 0
     stats = cache.stats()
-    lookups = stats["hits"] + stats["misses"]
-    rate = f" ({100 * stats['hits'] / lookups:.0f}% hits)" if lookups else ""
     print(f"folder     {stats['folder']}\n"
           f"entries    {stats['entries']}\n"
           f"size       {_size(stats['bytes'])} of {_size(stats['limit'])}\n"
           f"hits       {stats['hits']}\n"
-          f"misses     {stats['misses']}{rate}\n"
+          f"misses     {stats['misses']}{_hit_rate(stats['hits'], stats['misses'])}\n"
           f"stores     {stats['stores']}\n"
           f"evictions  {stats['evictions']}")
     remote = os.environ.get(remotecache.VARIABLE, "").strip()
     if remote:
-        lookups = stats["remote_hits"] + stats["remote_misses"]
-        rate = f" ({100 * stats['remote_hits'] / lookups:.0f}% hits)" if lookups else ""
         print(f"remote     {remotecache.shown(remote)}\n"
               f"  hits     {stats['remote_hits']}\n"
-              f"  misses   {stats['remote_misses']}{rate}\n"
+              f"  misses   {stats['remote_misses']}{_hit_rate(stats['remote_hits'], stats['remote_misses'])}\n"
               f"  stores   {stats['remote_stores']}\n"
               f"  rejected {stats['remote_rejected']} (values sealed for another key or secret, or damaged: misses)")
     return 0
+
+
+def _hit_rate(hits, misses):
+    """' (N% hits)' of the lookups, or nothing before the first."""
+    return f" ({100 * hits / (hits + misses):.0f}% hits)" if hits + misses else ""
 
 
 def _size(count):
@@ -245,6 +249,16 @@ def _remove_stale_outputs(output, header, depfile, source):
             remove_quietly(stale)
 
 
+def _library_files(args):
+    """The bitcode files a library compile (`--emit library`) writes, else none."""
+    from ..pipeline.scan import planned_libraries
+    from ..pipeline.stages import LIBRARY
+
+    if args.emit != LIBRARY:
+        return []
+    return [path for path, _target, _chip in planned_libraries(args.input, args.output, _options(args))]
+
+
 def _pasted_values(argv):
     """`argv` with a RUN line's pass flags after `--lowering` joined to it (`--lowering -gpu-lower-to-nvvm-pipeline=...`
     is how users paste them; argparse would take the flag for one of ours)."""
@@ -280,6 +294,8 @@ def main(argv=None):
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
     if args.command == "compile":
         _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
+        for path in _library_files(args):
+            _remove_stale_outputs(path, "", "", args.input)
         if os.environ.get("MLIRGPU_RESULT_FILE"):  # a Dask worker's compile: the client shows it in its own terms
             from ..cache.store import write_json
 

@@ -209,16 +209,26 @@ class Plan:
         return found
 
 
+_BITCODE_MAGIC = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")  # raw bitcode, and the wrapper some tools write
+
+
 @contextlib.contextmanager
-def _parsed(bitcode):
-    """`bitcode` parsed in a scratch context, printing with its use-list order; the module is closed, then its
-    context (never left to finalizers)."""
+def _parsed(data):
+    """A library file's bitcode, or its textual IR (`.ll`, which upstream's parseIRFile takes too), parsed in a
+    scratch context, printing with its use-list order; the module is closed, then its context (never left to
+    finalizers)."""
     llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=true")
     try:
-        with llvm.create_context() as scratch, llvm.parse_bitcode(bitcode, context=scratch) as module:
+        with llvm.create_context() as scratch, _parse(data, scratch) as module:
             yield module
     finally:
         llvm.set_option("mlirgpu", "-preserve-ll-uselistorder=false")
+
+
+def _parse(data, context):
+    if data[:4] in _BITCODE_MAGIC:
+        return llvm.parse_bitcode(data, context=context)
+    return llvm.parse_assembly(data.decode("utf-8", "replace"), context=context)  # a bad byte: LLVM's error
 
 
 def _assembled(lines):

@@ -17,6 +17,7 @@ reproduced with llvmlite's plain `link_in` by giving library definitions the des
 """
 import ctypes
 import os
+import re
 import signal
 import tempfile
 
@@ -131,6 +132,25 @@ def declared_functions(job_module):
     return sorted(f.name for f in _functions(job_module.module) if f.is_declaration and f.linkage.name == "external")
 
 
+def undefined_uses(job_module, provided_elsewhere):
+    """Names of the functions the module uses but only declares (external linkage, no LLVM intrinsic), other
+    than those `provided_elsewhere(name)` says a later tool or the runtime provides: after the link stage,
+    what no library defined. The module is printed only when there is such a declaration."""
+    module = job_module.module
+    declared = {f.name for f in _functions(module) if f.is_declaration and f.linkage.name == "external"
+                and not f.name.startswith("llvm.") and not provided_elsewhere(f.name)}
+    if not declared:
+        return []
+    used = set()
+    for line in str(module).splitlines():
+        if not line.startswith("declare "):
+            used.update(_NAME.findall(line))
+    return sorted(declared & used)
+
+
+_NAME = re.compile(r"@([\w.$\-]+)")
+
+
 def add_control_constants(job_module, constants, flags):
     """Pre-link primitive: append constants `(name, bits, value, align)` and module flags.
 
@@ -202,13 +222,32 @@ def _link_library(module, library, declared):
         imported.append(value.name)
         if str(value.linkage.name) not in _KEEP_LINKAGE and value.name not in declared:
             value.linkage = "linkonce_odr"
-    defined_before = {name for name in imported if _definition(module, name) is not None}
+    # A local definition of the destination owns no name: the linker renames it, and the library's is imported
+    # (and internalized) under the name, as upstream's `func.func private` declarations lowered to wrappers are.
+    defined_before = {name for name in imported if _definition(module, name) is not None
+                      and _definition(module, name).linkage.name not in _LOCAL}
     _link_in(module, library)
     for name in imported:
         value = None if name in defined_before else _definition(module, name)
         if value is not None and value.linkage.name not in _LOCAL and value.linkage.name != "appending":
             value.linkage = "internal"
             value.visibility = "default"
+
+
+def bitcode(job_module):
+    """A library's `bc` stage: the linked module as bitcode (with its use-list order, as every bitcode we write)."""
+    return job_module.module.as_bitcode()
+
+
+def joined_bitcode(parts):
+    """One bitcode module of the bitcode modules `parts` linked whole, in order (a library's gpu.modules of one
+    target and chip); a symbol two of them define is LLVM's error (a RuntimeError)."""
+    with llvm_arena.Arena():
+        context = _own(CONTEXT, llvm.create_context())
+        module = _own(MODULE, llvm.parse_bitcode(parts[0], context=context))
+        for part in parts[1:]:
+            _link_in(module, llvm.parse_bitcode(part, context=context))
+        return module.as_bitcode()
 
 
 def optimize(job_module, opt_level):

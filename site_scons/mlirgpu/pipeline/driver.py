@@ -20,15 +20,15 @@ is dumped or watched.
 import json
 import os
 import time
-from dataclasses import dataclass, field
 
 from . import compileentry, embed, fanout, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
-from ..llvm.process import ToolTimedOut
 from ..cache import remote as remotecache
 from ..util import trace
+from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
+from .library import compile_library
 from ..errors import CompileError, CompileWarning
 from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
 from ..compile_options import hint
@@ -36,29 +36,15 @@ from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles,
                        planned_dumps)
 from .record import make_depfile, new_record
 from .scan import direct_source
-from .translation import OWN
-
-
-@dataclass
-class CompileResult:
-    object_bytes: bytes
-    jobs: list
-    dumps: list  # paths written under the dump folder
-    timings: dict = field(default_factory=dict)  # stage -> seconds, summed over jobs
-    dependencies: list = field(default_factory=list)  # the source, linked libraries and tools used
-    tools: dict = field(default_factory=dict)  # tool name -> [runs, seconds, path]
-    binaries: list = field(default_factory=list)  # embed.Embedded, as placed in the object
-    header: str = ""  # the C header text for the object
-    warnings: list = field(default_factory=list)
-    stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
-    cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
-    trace: list = field(default_factory=list)  # Chrome trace events: the compile and each stage of each job
-    llvm_modules: int = 0  # the most LLVM modules the stages held at once, in all processes (at most)
+from .stages import LIBRARY
+from .translation import OWN, translate_source
 
 
 def compile_to_object(source, output, options, translator=None, report=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
     atomically; the CompileResult without the object's bytes."""
+    if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
+        return compile_library(source, output, options, translator or OWN, report or _no_report)
     started, wall = time.perf_counter(), time.time()
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
     result = compile_source(source, options, output, translator, report)
@@ -77,6 +63,9 @@ def compile_source(source, options, output=None, translator=None, report=None):
 
     `output`: the object's path, when one is written (checked against the other outputs before any work).
     `translator`: where the modules' LLVM IR comes from (mlirgpu.pipeline.translation; default: mlir-translate)."""
+    if options.emit == LIBRARY:  # its files are named after a prefix: only compile_to_object writes them
+        raise CompileError("a library compile writes files: it needs their prefix", file=source,
+                           fix="use compile_to_object(source, PREFIX, options): PREFIX.<target>.bc")
     token = process.tool_stats.set({})
     try:
         result = _compile(source, options, output, translator or OWN, report or _no_report)
@@ -128,7 +117,7 @@ def _compile(source, options, output, translator, report):
     if dumps:
         _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, obj, output)
         timings["dumps"] = dumps.seconds
-    dependencies = [source] + _dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
+    dependencies = [source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
     events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
         compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
@@ -143,7 +132,7 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     bytes)."""
     source, options = compile_.source, compile_.options
     started = time.perf_counter()
-    loaded, jobs, llvm_irs, same = _translate(source, loaded, jobs, options, translator)
+    loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator)
     timings["translate"] = time.perf_counter() - started
     absent = [module.name for module in loaded.modules
               if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
@@ -193,24 +182,6 @@ def _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, ob
                             compile_.substituted, commands, logs))
 
 
-def _translate(source, loaded, jobs, options, translator):
-    """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, whether the modules are those given). The
-    caller's translator serves modules cut straight from the file (what a caller translates ahead); such a module
-    that does not translate is read again through mlir-opt, which reports the error at its exact place (or gives
-    the modules that translate)."""
-    direct = loaded.modules[0].direct
-    try:
-        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules), True
-    except ToolTimedOut:
-        raise  # a hanging mlir-translate would hang again on the normalised modules
-    except CompileError:
-        if not direct:
-            raise
-    loaded = sources.load(source, options)
-    jobs = plan(loaded.modules, source, options)
-    return loaded, jobs, OWN.translate(source, loaded.modules), False
-
-
 def _entry_key(compile_, loaded, jobs):
     """The compile entry's key, or None where a part of it cannot be known (a tool or library missing): the
     compile then reports that where it reports it without a cache, after the source's own errors."""
@@ -223,23 +194,13 @@ def _entry_key(compile_, loaded, jobs):
 def _module_warnings(modules, absent, options, source):
     """The warnings about the modules themselves, the same whether the middle ran or came from the cache:
     their own targets beside the build's, those without kernels (`absent`), parameters no stage passes on."""
-    return (_own_target_warnings(modules, options, source) + _no_kernel_warnings(modules, absent, source)
+    return (own_target_warnings(modules, options, source) + _no_kernel_warnings(modules, absent, source)
             + sources.unpassed_parameter_warnings(modules, source))
 
 
 def _no_kernel_warnings(modules, absent, source):
     return [CompileWarning(f"gpu.module @{module.name} has no kernels: its binary has no entry points", file=source,
                            line=module.line) for module in modules if module.name in absent]
-
-
-def _own_target_warnings(modules, options, source):
-    """Modules that keep their own target(s) although the build names another target (which applies only to
-    modules without one): the same on every path (direct cut or mlir-opt)."""
-    if not options.target:
-        return []
-    return [CompileWarning(f"gpu.module @{module.name} carries its own target(s); target {options.target} "
-                           "applies only to modules without one", file=source, line=module.line)
-            for module in modules if module.targets and all(t.target.name != options.target for t in module.targets)]
 
 
 def _check_layout(source, jobs, options):
@@ -264,20 +225,6 @@ def _check_layout(source, jobs, options):
                                f"{' / '.join(v.section for v in vendors)} and will not find this code",
                                file=source.path)]
     return []
-
-
-def _dependencies(compile_, jobs):
-    """The files besides the source that may shape the outputs: every library the jobs' link stages may read and
-    every tool of their targets, besides those the stages did read and run (a build tool must rebuild when one
-    changes, whether or not this compile ran it, or the stage cache served it: the same list either way)."""
-    libraries = set(compile_.dependencies)
-    tools = {entry[2] for entry in (process.tool_stats.get() or {}).values()}
-    tools.update(toolchain.found(*(lambda name=name: toolchain.llvm_tool(name)
-                                   for name in ("mlir-opt", "mlir-translate"))))  # a missing one is no input
-    for job in jobs:
-        libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
-        tools.update(job.target.tools(compile_.options))
-    return sorted(libraries) + sorted(tools)
 
 
 def _profile(source, result, started, seconds):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from . import lowering, stages
 from ..llvm import process
 from ..errors import CompileError
-from ..util.naming import file_stem, job_names
+from ..util.naming import LIBRARY_SUFFIX, file_stem, job_names, library_file
 from ..compile_options import hint, validate
 
 RECORD_DUMP = "mlirgpu.json"
@@ -135,8 +135,9 @@ def dump_names(module_name, attrs, options, host_code):
     """The dump files of one module with targets `attrs` (objects with .target and .chip), in write order."""
     names = []
     for attr, (stem, _symbol) in zip(attrs, job_names(module_name, attrs)):
-        names += [f"{stem}.{suffix}" for suffix in stages.dump_suffixes(attr.target, options.format)]
-    container = fat_container(attrs, options, host_code)
+        names += [f"{stem}.{suffix}" for suffix in stages.dump_suffixes(attr.target, options.format,
+                                                                         options.emit)]
+    container = fat_container(attrs, options, host_code) if options.emit != stages.LIBRARY else None
     if container:
         names.append(container_dump(module_name, container))
     return names
@@ -147,8 +148,30 @@ def planned_dumps(modules, options, host_code):
     names = []
     for module in modules:
         names += dump_names(module.name, module.targets, options, host_code)
-    names += ([HOST_DUMP] if host_code else []) + [REPRO_DUMP, RECORD_DUMP]
-    return [options.dump_prefix + name for name in names]
+    if options.emit != stages.LIBRARY:  # a library has no host code, and no stock-tool script (yet)
+        names += ([HOST_DUMP] if host_code else []) + [REPRO_DUMP]
+    return [options.dump_prefix + name for name in names + [RECORD_DUMP]]
+
+
+def library_prefix(output):
+    """The path every library file of a library compile starts with: `-o` without a `.bc` suffix."""
+    return output[: -len(LIBRARY_SUFFIX)] if output.endswith(LIBRARY_SUFFIX) else output
+
+
+def library_files(modules, output, options):
+    """The bitcode files a library compile of `modules` writes: [(path, target name, chip)], one per target,
+    `<prefix>.<target>.bc`, or one per chip, `<prefix>.<target>.<chip>.bc`, for a target the library is
+    built for several chips of (its code, its device libraries' control constants, may differ per chip).
+    naming.library_for reads these names back, so a kernel's link takes the file of its own target and chip."""
+    chips = {}
+    for module in modules:
+        for attr in module.targets:
+            listed = chips.setdefault(attr.target.name, [])
+            if attr.chip not in listed:
+                listed.append(attr.chip)
+    prefix = library_prefix(output)
+    return [(library_file(prefix, target, None if len(listed) == 1 else chip), target, chip)
+            for target, listed in chips.items() for chip in listed]
 
 
 def _real_path(path, folders):

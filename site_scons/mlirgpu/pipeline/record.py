@@ -51,7 +51,7 @@ def new_record(source, options, jobs, binaries, warnings, obj, output, origins, 
             {"module": job.module.name, "target": job.target.name, "chip": job.chip, "opt_level": job.opt_level,
              "features": job.attr.features, "stem": job.stem,
              "dumps": [f"{options.dump_prefix}{job.stem}.{suffix}"
-                       for suffix in stages.dump_suffixes(job.target, options.format)],
+                       for suffix in stages.dump_suffixes(job.target, options.format, options.emit)],
              "stages": origins.get(job.id, {}),
              "substituted": {stage: project_path(path) for stage, path in substituted.get(job.id, {}).items()},
              "repro": commands.get(job.id, []),

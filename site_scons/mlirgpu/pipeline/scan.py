@@ -28,7 +28,7 @@ from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_sp
                        unpreceded, value_end)
 from ..util.mlirops import gpu_module_header, header_end, op_spans
 from ..llvm.mlirtools import TRANSLATED_DIALECTS
-from .planning import check_options, plan, planned_dumps
+from .planning import check_options, library_files, plan, planned_dumps
 from ..targets import TARGETS, target_for_attribute
 from ..targets.base import TargetAttr
 
@@ -358,6 +358,21 @@ def planned_outputs(path, options):
         return mlir_outputs(path, options)
     except CompileError:
         return []
+
+
+def planned_libraries(path, output, options):
+    """The bitcode files a library compile of `path` writes with prefix `output` ([(path, target, chip)]:
+    planning.library_files), for the modules the scan finds where it is certain, else mlir-opt; [] for input
+    the compile rejects anyway."""
+    try:
+        options = check_options(path, options)
+        try:
+            modules = _with_build_targets(scan_file(path).modules, options) or []
+        except (Unreadable, UnicodeDecodeError, OSError):
+            modules = sources.load(path, options).modules
+    except CompileError:
+        return []
+    return library_files(modules, output, options)
 
 
 def predicted_libraries(path, options, environment=None):

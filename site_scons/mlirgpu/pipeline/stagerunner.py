@@ -101,11 +101,14 @@ def _stage_output(compile_, result, job, stage, origin, output, payload, started
     compile_.origins.setdefault(job.id, {})[stage.suffix] = origin
     if substitute_path:
         compile_.substituted.setdefault(job.id, {})[stage.suffix] = substitute_path
-    compile_.on_stage(job, stage.suffix, output)
+    if stage.dumped:
+        compile_.on_stage(job, stage.suffix, output)
     if stage.suffix == "isa":
         result.assembly = output
     elif stage.suffix == stages.BINARY:
         result.binaries = output
+    elif stage is stages.BITCODE:
+        result.binaries = {stage.suffix: output}
     compile_.trace.append(trace.stage_event(job, stage.suffix, origin, *started,
                                             output if stage.suffix == stages.BINARY else payload))
 
@@ -147,7 +150,8 @@ def run_job(compile_, job, llvm_ir):
     and bytes only, never a module that the garbage collector would free in its own order."""
     with llvm_arena.Arena():
         result = _run_stages(compile_, job, llvm_ir)
-    return JobOutput(dataclasses.replace(result.assembly, module=None), result.binaries)
+    assembly = result.assembly and dataclasses.replace(result.assembly, module=None)  # a library has none
+    return JobOutput(assembly, result.binaries)
 
 
 def _run_stages(compile_, job, llvm_ir):
@@ -159,7 +163,7 @@ def _run_stages(compile_, job, llvm_ir):
     or the last substitute (the stages hand each other LLVM modules, which the cache does not hold). A
     substituted stage is never cached; the stages after it are keyed by the substitute's bytes."""
     llvm_ir = stages.amend_translation(job, llvm_ir)
-    chain = stages.for_format(compile_.options.format)
+    chain = stages.for_format(compile_.options.format, compile_.options.emit)
     cache = compile_.cache
     compile_.origins.setdefault(job.id, {})
     result = JobOutput(None, {})
@@ -211,7 +215,7 @@ def replay_job(compile_, job, payloads):
     recorded as cached."""
     result = JobOutput(None, {})
     compile_.origins.setdefault(job.id, {})
-    for stage in stages.for_format(compile_.options.format):
+    for stage in stages.for_format(compile_.options.format, compile_.options.emit):
         started = time.time(), time.perf_counter()
         output = stage.restore(payloads[stage.suffix])
         _stage_output(compile_, result, job, stage, "cached", output, payloads[stage.suffix], started)

@@ -9,6 +9,12 @@ Each stage is a function from the previous stage's output to its own, named afte
     isa         the target's assembly (PTX, AMDGCN, SPIR-V text)
     binary      the target's serializer (cubin + fatbin, hsaco, spv); skipped for format=isa
 
+A library compile (emit=library) runs `initial.ll` and `linked.ll` (its own libraries linked as a kernel's
+are: only what it needs, internalized; its own functions keep the source's linkage), then
+
+    bc          the linked module as LLVM bitcode: what kernels elsewhere link (`-l`, `link = [...]`); not dumped,
+                it is the compile's output (mlirgpu.pipeline.library)
+
 The same table drives the pipeline (mlirgpu.pipeline.driver), the dump names (mlirgpu.pipeline.planning, which the SCons emitter
 and `list-outputs` use), the docs and the tests, so they cannot drift. Targets own what differs (mlirgpu.targets):
 the stages only call their hooks. The LLVM work is imported when a stage runs (in a worker), so reading the table
@@ -66,7 +72,23 @@ def _linked(compile_, job, module):
             raise CompileError(f"bitcode library '{library.path}' {problem}", file=job.source, line=job.module.line,
                                fix=f"fix the {hint('link_libs')} / link=[...] path")
     compile_.dependencies += [library.path for library in libraries]
-    return llvm_ops.link(module, [library.as_args() for library in libraries])
+    linked = llvm_ops.link(module, [library.as_args() for library in libraries])
+    # A library may leave a function to another library its users link, and an ISA (PTX, AMDGCN or SPIR-V
+    # assembly) to a device linker, as upstream's format=isa does; a binary is loaded as it is.
+    if compile_.options.emit != LIBRARY and compile_.options.format != "isa":
+        # A `func.func private` declaration lowers to a wrapper calling `_mlir_ciface_<name>`: named as written.
+        missing = [name[len(_C_INTERFACE):] if name.startswith(_C_INTERFACE) else name
+                   for name in llvm_ops.undefined_uses(linked, job.target.provided_elsewhere)]
+        if missing:
+            raise CompileError(f"module @{job.module.name} calls @{missing[0]}, which no linked library defines"
+                               + (f" (nor {', '.join('@' + name for name in missing[1:])})" if missing[1:] else ""),
+                               file=job.source, line=job.module.line,
+                               fix=f"link the library that defines it ({hint('link_libs')}, or link = [...] in the "
+                                   "target attribute), or define it in the module")
+    return linked
+
+
+_C_INTERFACE = "_mlir_ciface_"
 
 
 def _opt(compile_, job, module):
@@ -83,6 +105,12 @@ def _isa(compile_, job, module):
 
 def _binary(compile_, job, assembly):
     return job.target.serialize(job, assembly, compile_.options, compile_.scratch)
+
+
+def _bitcode(compile_, job, module):
+    from ..llvm import ops as llvm_ops
+
+    return llvm_ops.bitcode(module)
 
 
 # What shapes each stage's output besides its input (the stage cache's keys). Every stage: this package and the
@@ -137,6 +165,10 @@ def _restore_binaries(payload):
     return unpack(payload)
 
 
+def _same_bytes(output):
+    return output
+
+
 @dataclass(frozen=True)
 class Stage:
     suffix: str  # the dump's suffix; for `binary`, the target names its files (binary_suffixes)
@@ -145,6 +177,7 @@ class Stage:
     context: object  # (compile, job) -> list: what shapes the output besides the input
     save: object = _save_text  # output -> bytes, as the stage cache stores it (and its hash keys the next stage)
     restore: object = _restore_text  # bytes -> the output as later stages and dumps take it
+    dumped: bool = True  # written into the dump folder (a library's bitcode is the compile's output instead)
 
 
 STAGES = (
@@ -156,10 +189,16 @@ STAGES = (
           _restore_binaries),
 )
 BINARY = "binary"
+LIBRARY = "library"  # the `emit` value of library compiles
+BITCODE = Stage("bc", _bitcode, "(a library: the linked module, as gpu-module-to-binary's l= files are)", _machine,
+                _same_bytes, _same_bytes, dumped=False)
 
 
-def for_format(fmt):
-    """The stages a job runs for output format `fmt` (no serializer for `isa`)."""
+def for_format(fmt, emit="object"):
+    """The stages a job runs for output format `fmt` (no serializer for `isa`), or for a library (`emit`):
+    the translation and the link, then the bitcode."""
+    if emit == LIBRARY:
+        return [stage for stage in STAGES if stage.suffix in ("initial.ll", "linked.ll")] + [BITCODE]
     return [stage for stage in STAGES if stage.suffix != BINARY or fmt != "isa"]
 
 
@@ -168,9 +207,10 @@ def binary_dumps(target, fmt):
     return list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
 
 
-def dump_suffixes(target, fmt):
+def dump_suffixes(target, fmt, emit="object"):
     """The dump suffixes one job writes, in stage order."""
     suffixes = []
-    for stage in for_format(fmt):
-        suffixes += binary_dumps(target, fmt) if stage.suffix == BINARY else [stage.suffix]
+    for stage in for_format(fmt, emit):
+        if stage.dumped:
+            suffixes += binary_dumps(target, fmt) if stage.suffix == BINARY else [stage.suffix]
     return suffixes

@@ -3,7 +3,11 @@
 The pipeline's own (`OWN`) runs mlir-translate on the modules. A caller that translated many sources at once,
 ahead of their compiles (mlirgpu.execution.batch), passes a `Translated` one: it gives that translation where it
 was made from these very modules, and translates them itself otherwise."""
+from ..errors import CompileError
 from ..llvm.mlirtools import translate_pieces
+from ..llvm.process import ToolTimedOut
+from . import source as sources
+from .planning import plan
 from .scan import pieces_key
 
 
@@ -30,3 +34,21 @@ class Translated(Translator):
         if entry and entry[0] == pieces_key(modules):
             return entry[1]
         return super().translate(source, modules)
+
+
+def translate_source(source, loaded, jobs, options, translator):
+    """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, whether the modules are those given). The
+    caller's translator serves modules cut straight from the file (what a caller translates ahead); such a module
+    that does not translate is read again through mlir-opt, which reports the error at its exact place (or gives
+    the modules that translate)."""
+    direct = loaded.modules[0].direct
+    try:
+        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules), True
+    except ToolTimedOut:
+        raise  # a hanging mlir-translate would hang again on the normalised modules
+    except CompileError:
+        if not direct:
+            raise
+    loaded = sources.load(source, options)
+    jobs = plan(loaded.modules, source, options)
+    return loaded, jobs, OWN.translate(source, loaded.modules), False

@@ -79,6 +79,8 @@ def build_manifest(record_paths, root, versions, toolkit=""):
     objects = []
     for record_path in sorted(record_paths, key=lambda p: _rel(p, root)):
         record = read_record(record_path)
+        if "libraries" in record:  # a device-function library's compile: no kernels, nothing embedded
+            continue
         dump_dir = os.path.dirname(record_path)
         prefix = record.get("dump_prefix", "")
         jobs = []

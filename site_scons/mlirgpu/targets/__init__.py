@@ -9,7 +9,7 @@ with the registry (in every process of a build, workers included) and calls `reg
 import importlib
 import os
 
-from .base import Target, TargetAttr
+from .base import REGISTERED, Target, TargetAttr
 from .nvvm import NVVM
 from .rocdl import ROCDL
 from .xevm import XeVM
@@ -26,6 +26,7 @@ def register(target):
     if target.name in TARGETS and TARGETS[target.name] is not target:
         raise ValueError(f"a target named {target.name!r} is already registered")
     TARGETS[target.name] = target
+    REGISTERED.add(target.name)
 
 
 def target_for_attribute(attr_name):

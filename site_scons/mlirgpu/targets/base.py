@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..llvm import process, toolchain
 from ..errors import CompileError
+from ..util.naming import file_stem, library_for
 
 
 class Library:
@@ -84,6 +85,10 @@ class VendorSection:
     alignment: int
     readers: str  # the vendor's tools that look there
 
+
+# The names of the registered targets (mlirgpu.targets.register adds each): a library file named for one of them
+# is linked into that target's jobs only (Target.user_libraries).
+REGISTERED = set()
 
 # The parameters every target attribute takes and their types; targets add their own.
 COMMON_PARAMETERS = {"O": int, "triple": str, "chip": str, "flags": dict, "link": list}
@@ -208,20 +213,35 @@ class Target:
     def libraries(self, job, module, options):
         """Upstream's loadBitcodeFiles: the ordered `Library` list to link (-l files first, then the attribute's
         `link` list, then the target's own), as upstream orders them."""
-        return [Library(path) for path in list(options.link_libs) + list(job.attr.link)]
+        return [Library(path) for path in self.user_libraries(job.attr, options.link_libs)]
+
+    def user_libraries(self, attr, link_libs=()):
+        """The -l files (`link_libs`), then the attribute's link=[...] files, that are for a job of `attr`: a
+        library built here for another target or chip (named so: mlirgpu.util.naming.library_file) is left to
+        its own jobs, so `GPU_LINKLIBS` may list every file of a library."""
+        paths = list(link_libs) + list(attr.link)
+        kinds = [library_for(path, REGISTERED) for path in paths]
+        return [path for path, kind in zip(paths, kinds)
+                if kind is None or kind[0] == self.name and kind[1] in (None, file_stem(attr.chip))]
 
     def library_inputs(self, job, options):
         """Every file `libraries` may return for this job that exists, whatever the module declares (the stage
         cache keys the link stage on their contents; one that is missing is left out, never None: the link stage
         reports it when the module needs it). Targets add their own through `existing`."""
-        return existing(list(options.link_libs) + list(job.attr.link))
+        return existing(self.user_libraries(job.attr, options.link_libs))
+
+    def provided_elsewhere(self, name):
+        """Whether a function a linked module still only declares is provided after the link stage (by the
+        optimizer, the binary tool, the driver or the runtime): any other is a function no library defined,
+        an error of the link stage. Nothing by default (LLVM's intrinsics are never asked about)."""
+        return False
 
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """Paths of the bitcode files a job of this target may link for a module, found without compiling, from
         the `symbols` its text names and the `ops` it uses (`lowered`: the module is target-neutral code the
         build lowers): build tools make them dependencies. It may name more than the compile links, never
         fewer; files that do not exist are left out (the compile reports them)."""
-        return [path for path in attr.link if os.path.isfile(path)]
+        return [path for path in self.user_libraries(attr) if os.path.isfile(path)]
 
     # Binaries.
 

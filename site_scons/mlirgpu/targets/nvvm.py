@@ -84,6 +84,11 @@ class NVVM(Target):
                               f"found{where}", fix=cuda.INSTALL)
         return super().libraries(job, module, options)
 
+    def provided_elsewhere(self, name):
+        """NVVMReflect's `__nvvm_reflect` (the optimizer), and what ptxas and the CUDA driver provide: printf's
+        `vprintf`, `__assertfail`, device `malloc` and `free`."""
+        return name in ("__nvvm_reflect", "vprintf", "__assertfail", "malloc", "free")
+
     def library_inputs(self, job, options):
         return super().library_inputs(job, options) + existing([cuda.libdevice(self.toolkit(options))])
 

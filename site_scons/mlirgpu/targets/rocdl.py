@@ -139,12 +139,17 @@ class ROCDL(Target):
         module's external declarations ask for, in upstream's order (ocml, ockl, hip, opencl)."""
         from ..llvm.ops import declared_functions
 
-        user = [Library(path, _STRIP, True) for path in list(options.link_libs) + list(job.attr.link)]
+        user = [Library(path, _STRIP, True) for path in self.user_libraries(job.attr, options.link_libs)]
         needed = self.needed_libraries(declared_functions(module))
         if not needed:
             return user
         toolkit = self.toolkit(options)
         return user + [Library(rocm.rocm_library(toolkit, name), _STRIP, True) for name in needed]
+
+    def provided_elsewhere(self, name):
+        """The device libraries' own names (`__ocml_*`, `__ockl_*`, `__oclc_*`: a module that needs one and has
+        no ROCm toolkit is told so by `libraries`)."""
+        return name.startswith(("__ocml_", "__ockl_", "__oclc_"))
 
     def library_inputs(self, job, options):
         """The -l and link=[...] files and the device libraries the toolkit has (none without one)."""

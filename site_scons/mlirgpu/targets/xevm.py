@@ -104,6 +104,10 @@ class XeVM(Target):
             raise CompileError(f"module @{job.module.name}: SPIR-V code size must be a multiple of 4")
         return {"spv": data}
 
+    def provided_elsewhere(self, name):
+        """SPIR-V's built-ins, which the driver provides: OpenCL's (mangled, `_Z...`), `__spirv_*`, printf."""
+        return name.startswith(("_Z", "__spirv_", "__builtin_")) or name == "printf"
+
     def failure_fix(self, message):
         if "requires the following SPIR-V extension" in message:
             return ("MLIR 22's XeVM serializer enables no SPIR-V extensions (mlir-opt fails the same way): write "

@@ -8,6 +8,7 @@ import hashlib
 import re
 
 _MAX = 120
+LIBRARY_SUFFIX = ".bc"
 
 
 def _shorten(name, original):
@@ -52,3 +53,23 @@ def job_names(symbol, targets):
             csuffix += f"_{index}"
         names.append((f"{stem}.{suffix}", f"{cname}_{csuffix}"))
     return names
+
+
+def library_file(prefix, target, chip=None):
+    """A device-function library's file: `<prefix>.<target>.bc`, or `<prefix>.<target>.<chip>.bc` when the library
+    is built for several chips of the target (`library_for` reads the name back)."""
+    return f"{prefix}.{target}{'' if chip is None else '.' + file_stem(chip)}{LIBRARY_SUFFIX}"
+
+
+def library_for(path, targets):
+    """(target, chip or None) a bitcode file is for, by its name as `library_file` writes it (`targets`: the
+    registered target names), or None for any other name (a file linked into every job, as before)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if not name.endswith(LIBRARY_SUFFIX):
+        return None
+    parts = name[: -len(LIBRARY_SUFFIX)].split(".")
+    if len(parts) >= 2 and parts[-1] in targets:
+        return parts[-1], None
+    if len(parts) >= 3 and parts[-2] in targets:
+        return parts[-2], parts[-1]
+    return None

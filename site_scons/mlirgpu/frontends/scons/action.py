@@ -104,7 +104,7 @@ def compile_object(target, source, env):
         if not as_bool(setting(env, "GPU_DUMP")):
             options = dataclasses.replace(options, dump_dir="")
         trace = text(env, "GPU_TRACE")
-        result = SESSION.compile(path, obj.path, options, worker_environment(env), executor(env),
+        result = SESSION.compile(path, output_path(obj), options, worker_environment(env), executor(env),
                                  trace=top_file(env, trace).abspath if trace else "")
     except CompileError as exc:
         raise SCons.Errors.BuildError(node=obj, errstr=str(exc), exitstatus=1) from None
@@ -119,7 +119,8 @@ def compile_object(target, source, env):
         if mode == "error" and result.warnings:
             raise SCons.Errors.BuildError(node=obj, exitstatus=1,
                                           errstr=f"{len(result.warnings)} warning(s) and GPU_WARNINGS=error")
-    declared = sorted(os.path.normpath(node.path) for node in target[1:] if node.path != options.header)
+    declared = sorted(os.path.normpath(node.path) for node in target[getattr(obj.attributes, "mlirgpu_outputs", 1):]
+                      if node.path != options.header)
     written = sorted(os.path.normpath(path) for path in result.dumps)
     if declared != written and getattr(obj.attributes, "mlirgpu_unplanned", False) and set(declared) <= set(written):
         sys.stderr.write(f"mlirgpu: {source[0]} did not exist when the build files were read (another builder "
@@ -133,6 +134,12 @@ def compile_object(target, source, env):
                    f"undeclared: {extra}); please report this with the source file",
         )
     return 0
+
+
+def output_path(obj):
+    """What `-o` names for a compile whose first target is `obj`: the object, or a library's prefix (its files
+    are `<prefix>.<target>[.<chip>].bc`)."""
+    return getattr(obj.attributes, "mlirgpu_output", None) or obj.path
 
 
 def _describe(target, source, env):
@@ -151,7 +158,7 @@ def _command_line(target, source, env):
     if remembered is not None:
         return remembered
     path = source_path(source[0])
-    words = option_words("-o", target[0].path)
+    words = option_words("-o", output_path(obj))
     try:
         options = object_options(env, target, source)
     except CompileError:

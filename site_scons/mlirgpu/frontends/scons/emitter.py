@@ -1,11 +1,13 @@
 """What an object declares: the emitter gives the header and, with GPU_DUMP, every dump (read from the source by
-mlirgpu.pipeline.scan) as targets of the compile, so SCons rebuilds, cleans and caches them; a scanner makes
+mlirgpu.pipeline.scan) as targets of the compile, so SCons rebuilds, cleans and caches them (a library's files
+are declared the same way: mlirgpu.frontends.scons.library); a scanner makes
 the device libraries a compile may link its dependencies; `env.GpuObject` and `env.GpuDumps` are the builder's
 faces. While it declares, the emitter names each source that looks out of date to the build session.
 """
 import os
 
 import SCons.Errors
+import SCons.Node
 import SCons.Scanner
 import SCons.Script
 import SCons.Util
@@ -14,6 +16,7 @@ from ...errors import CompileError
 from ...pipeline.record import read_listed_dumps
 from ...pipeline.planning import RECORD_DUMP
 from ...pipeline.scan import planned_outputs, predicted_libraries
+from ...pipeline.stages import LIBRARY
 from .artifacts import ARTIFACTS
 from .nodes import object_paths, path_node, source_path, substitute_dir, top_file
 from .options import building, env_options, executor, object_options, remote_cache, search_environment
@@ -24,19 +27,36 @@ from .variables import as_bool, as_list, setting, text
 def _emitter(target, source, env, shared=False):
     obj = target[0]
     obj.attributes.shared = 1 if shared else False
-    libs = [path_node(env, "GPU_LINKLIBS", lib) for lib in as_list(setting(env, "GPU_LINKLIBS"))]
-    obj.attributes.mlirgpu_libs = libs  # resolved here, relative to the SConscript naming them
-    if libs:
-        env.Depends(obj, libs)
+    obj.attributes.mlirgpu_libs = link_nodes(env)  # resolved here, relative to the SConscript naming them
     header, dump_dir = obj.attributes.mlirgpu_paths = object_paths(env, obj)
-    if text(env, "GPU_TRACE"):
-        top_file(env, text(env, "GPU_TRACE"))  # a folder there stops the build now, not when it ends
-    extra = [header] if header else []
     if header:
         _include_for_users(env, header)
+    return declared(env, [obj], [header] if header else [], dump_dir, source) + target[1:], source
+
+
+def link_nodes(env):
+    """GPU_LINKLIBS as nodes: a node (what `env.GpuLibrary` returns) as it is, a name relative to the SConscript
+    that names it (`#` for the top folder)."""
+    value = setting(env, "GPU_LINKLIBS")
+    items = SCons.Util.flatten([value]) if SCons.Util.is_List(value) or isinstance(value, SCons.Node.Node) \
+        else as_list(value)
+    return [item if isinstance(item, SCons.Node.Node) else path_node(env, "GPU_LINKLIBS", str(item))
+            for item in items if str(item)]
+
+
+def declared(env, outputs, extra, dump_dir, source):
+    """Every target of a compile whose outputs are `outputs` (the object, or a library's bitcode files), with
+    `extra` (the header) and, with GPU_DUMP, its dumps; the first output's libraries are dependencies, its
+    dump folder is its own, and a source that looks out of date is named to the build session."""
+    obj = outputs[0]
+    if obj.attributes.mlirgpu_libs:
+        env.Depends(outputs, obj.attributes.mlirgpu_libs)
+    if text(env, "GPU_TRACE"):
+        top_file(env, text(env, "GPU_TRACE"))  # a folder there stops the build now, not when it ends
+    extra = list(extra)
     _forget_stale_dumps(env, obj, dump_dir)
     try:
-        options = object_options(env, target, source)
+        options = object_options(env, [obj], source)
     except CompileError:
         options = None  # the action reports it (read time is not where one object's error should stop a build)
     if options is not None and options.substitute:
@@ -49,7 +69,8 @@ def _emitter(target, source, env, shared=False):
             extra += [dump_dir.File(name) for name in planned_outputs(source_path(source[0], absolute=True), options)]
         record = dump_dir.File(RECORD_DUMP)
         record.set_precious()  # SCons keeps it until the compile has read which dumps it lists (action.py)
-        ARTIFACTS.add(env, [obj] + extra, record)
+        if options is None or options.emit != LIBRARY:  # the CI reports are about kernels
+            ARTIFACTS.add(env, outputs + extra, record)
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     _claim(dump_dir, obj)
@@ -58,8 +79,8 @@ def _emitter(target, source, env, shared=False):
     except CompileError:
         remote = ""  # the action reports it, as it reports any other setting's error
     if not remote:  # compiles sent to a cluster need no local translations or workers
-        _expect(env, source[0], [obj] + extra)
-    return [obj] + extra + target[1:], source
+        _expect(env, source[0], outputs + extra)
+    return outputs + extra
 
 
 def _expect(env, source, targets):
@@ -167,8 +188,9 @@ def gpu_dumps(env, nodes):
         if id(node) in seen or not node.has_builder():
             continue
         seen.add(id(node))
-        if hasattr(node.attributes, "mlirgpu_paths"):  # one of ours (set by the emitter)
-            dumps += [t for t in node.get_executor().get_all_targets()[1:] if not str(t).endswith(".h")]
+        if hasattr(node.attributes, "mlirgpu_paths"):  # one of ours (set by the emitter): its outputs come first
+            outputs = getattr(node.attributes, "mlirgpu_outputs", 1)
+            dumps += [t for t in node.get_executor().get_all_targets()[outputs:] if not str(t).endswith(".h")]
         else:
             pending += list(node.sources)
     return dumps

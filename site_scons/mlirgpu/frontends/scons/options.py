@@ -68,7 +68,8 @@ def executor(env):
 def object_options(env, target, source):
     """The compile options of an object (paths relative to the top folder, where actions run), resolved and
     checked; raises CompileError. Header, dump folder and libraries are the nodes the emitter resolved (relative
-    to the SConscript that declared the object). Remembered per object once the build files are read."""
+    to the SConscript that declared the object), and a library's (`env.GpuLibrary`) emit=library. Remembered
+    per object once the build files are read."""
     obj = target[0]
     remembered = getattr(obj.attributes, "mlirgpu_options", None)
     if remembered is not None:
@@ -79,7 +80,7 @@ def object_options(env, target, source):
     libs = [source_path(node) for node in getattr(obj.attributes, "mlirgpu_libs", [])]
     try:
         options = env_options(env, target, source, header=header.path if header else "", dump_dir=dump_dir.path,
-                              link_libs=tuple(libs))
+                              link_libs=tuple(libs), emit=getattr(obj.attributes, "mlirgpu_emit", "object"))
     except CompileError as exc:
         options = exc
     if remembering():

@@ -3,11 +3,13 @@
     env = Environment(tools=["default", "mlirgpu"])
     obj = env.GpuObject("kernels", "kernels.mlir")         # or a .mlir among the sources of Program,
     env.SharedLibrary("gpu", ["kernels.mlir", "glue.c"])    # StaticLibrary, SharedLibrary, LoadableModule
+    lib = env.GpuLibrary("mathlib", "mathlib.mlir")        # device functions: bitcode, for GPU_LINKLIBS=lib
 
 The compiler core does the work; the tool only adapts it to SCons, in the modules beside this one: the GPU_*
 variables (variables), the files nodes stand for (nodes), each object's options (options), what an object
-declares and scans (emitter), the compile action and its signature (action), `gpu-artifacts` (artifacts), and
-this run's compiles (session), which go through mlirgpu.execution.compiles. The package's `generate` and
+declares and scans (emitter), the compile action and its signature (action), device-function libraries
+(library), `gpu-artifacts` (artifacts), and this run's compiles (session), which go through
+mlirgpu.execution.compiles. The package's `generate` and
 `exists` call this module's: the package is the tool (see mlirgpu/__init__.py).
 """
 import threading
@@ -23,8 +25,18 @@ from ...pipeline.scan import use_cache_file
 from . import variables
 from .action import compile_action
 from .emitter import LIBRARY_SCANNER, gpu_dumps, gpu_object, shared_emitter, static_emitter
+from .library import gpu_library, library_builder
 from .options import search_environment
 from .session import SESSION, will_build
+
+
+def _warm_identities(tools):
+    """The tools' identities, computed ahead for the signatures. A failure here (a bad MLIRGPU_TOOL_TIMEOUT, a
+    tool that hangs) is left to the signature or the compile that asks again, which reports it on its target."""
+    try:
+        toolchain.identities(tools, True)
+    except (CompileError, OSError):
+        pass
 
 
 def generate(env):
@@ -36,7 +48,7 @@ def generate(env):
     if will_build() and not toolchain.identities_known(mlir_tools, llvmlite=True):
         # Every signature holds these identities: computed now, while SCons reads the build files. The first
         # build on a machine (or with a new cache folder) hashes a few hundred megabytes of them.
-        threading.Thread(target=toolchain.identities, args=(mlir_tools, True), daemon=True).start()
+        threading.Thread(target=_warm_identities, args=(mlir_tools,), daemon=True).start()
     variables.publish(env)
     env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
     SESSION.start()
@@ -47,6 +59,8 @@ def generate(env):
     env["MLIRGPU_BUILDER"] = builder
     env.AddMethod(gpu_object, "GpuObject")
     env.AddMethod(gpu_dumps, "GpuDumps")
+    env["MLIRGPU_LIBRARY_BUILDER"] = library_builder(action)
+    env.AddMethod(gpu_library, "GpuLibrary")
     env.AddMethod(variables.setting, "GpuSetting")  # the value the tool uses (command line first), for the build files
     # `.mlir` files are also plain sources of Object/SharedObject and so of every library and program builder.
     static, shared = SCons.Tool.createObjBuilders(env)
