@@ -257,27 +257,23 @@ def read_text(path):
     """A source's text and the hash of its bytes (Unreadable for what is not a readable source file: the
     compile reports it). The last file read is kept, by version: a compile reads its source for the hash, the
     scan and the pieces, and a source may be 50 MB."""
-    key = _version(path)
+    try:
+        key = _version(path)
+    except OSError:
+        key = None  # reading it says why
     if key is None or key not in _last_read:
         try:
             data = read_source(path)
         except CompileError as exc:
             raise Unreadable(str(exc)) from None
-        read = data.decode("utf-8"), hashlib.sha256(data).hexdigest()
-        if key is None:
-            return read
         _last_read.clear()
-        _last_read[key] = read
+        _last_read[key] = data.decode("utf-8"), hashlib.sha256(data).hexdigest()
     return _last_read[key]
 
 
 def _version(path):
-    """What tells a file's version: its inode and change time, which no copy or unpacking tool can keep (None
-    for what cannot be stat'ed: reading it says why)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
+    """What tells a file's version: its inode and change time, which no copy or unpacking tool can keep."""
+    stat = os.stat(path)
     return os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
@@ -287,8 +283,6 @@ _digests = {}
 def _content_digest(path):
     """The hash of a file's bytes, read once per file version in this process."""
     key = _version(path)
-    if key is None:
-        os.stat(path)  # the OSError its callers expect
     if key not in _digests:
         _digests[key] = read_text(path)[1]
     return _digests[key]
@@ -436,10 +430,7 @@ def direct_source(path, options):
         text, _digest = read_text(path)
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
-    prelude, suffix = mlirtext.without_comments(text[: scan.prelude_end]), text[scan.suffix_start :]
-    trailer_start = mlirtext.resource_trailer_start(suffix)
-    trailer = suffix[trailer_start:].strip() if trailer_start >= 0 else ""
-    suffix = mlirtext.without_comments(suffix[:trailer_start] if trailer_start >= 0 else suffix).strip()
+    prelude, suffix, trailer = mlirtext.file_parts(text, scan.prelude_end, scan.suffix_start)
     if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix + trailer):
         return None
     pieces, line, counted = [], 1, 0

@@ -95,11 +95,14 @@ def without_comments(text):
 _STRING_OR_TRAILER = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + r"|\{-#")
 
 
-def resource_trailer_start(text):
-    """The offset of the `{-#` that opens the resource trailer in `text` (after a file's top module: location
-    aliases, then the trailer), outside strings and comments; -1 when there is none."""
-    found = next((match for match in _STRING_OR_TRAILER.finditer(text) if match.group() == "{-#"), None)
-    return found.start() if found else -1
+def file_parts(text, prelude_end, suffix_start):
+    """What each piece cut from a file's `text` shares: the prelude before its top module (aliases) and what
+    follows the module (location aliases), both less comments, and its resource trailer (`{-# ... #-}`, or '';
+    found outside strings and comments)."""
+    suffix = text[suffix_start:]
+    found = next((match for match in _STRING_OR_TRAILER.finditer(suffix) if match.group() == "{-#"), None)
+    end = found.start() if found else len(suffix)
+    return without_comments(text[:prelude_end]), without_comments(suffix[:end]).strip(), suffix[end:].strip()
 
 
 def unescape_mlir_string(body):
