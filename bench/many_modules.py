@@ -131,8 +131,8 @@ def _commands(path, toolkit, toolchain, baseline):
                 path + ".upstream.mlir"]
     commands = {"ours": ours, "upstream": upstream}
     if baseline:  # the same command running the package of another checkout (its workers inherit the path)
-        commands["before"] = ["env", f"PYTHONPATH={os.path.join(baseline, 'site_scons')}", *ours[:3],
-                              path + ".before.o", *ours[4:]]
+        commands["before"] = ["env", f"PYTHONPATH={os.path.join(baseline, 'site_scons')}", *ours[:4],
+                              path + ".before.o", *ours[5:]]
     return {name: (argv, os.path.dirname(path), None) for name, argv in commands.items()}
 
 
