@@ -7,7 +7,8 @@ Upstream chain, per source (driven by `make -jN`): `mlir-opt --gpu-module-to-bin
 Repetitions are interleaved (ours, upstream, ours, ...); medians and min-max are reported, and the ratio
 ours/upstream. Sections: full builds (-j2, -j1), single-source latency, null builds against SCons's floor (the
 same number of targets from a trivial Command), an incremental rebuild, DUMP=1 against DUMP=0 with peak memory,
-the scan of files of many modules against mlir-opt, a profile of where the time goes (MLIRGPU_PROFILE); these
+the scan of files of many modules against mlir-opt, big inputs (files of 1000-10,000 modules, a 48 MiB resource blob
+or comment file: bench/many_modules.py), a profile of where the time goes (MLIRGPU_PROFILE); these
 run without the stage cache and the compile server. Then the server's and the cache's (bench/fast.py): Ninja
 builds per file with the server warm, cold and off, one source with a warm server, early cutoff in a file of 20
 modules, and SCons with one of 200 sources edited against SCons's floor plus the upstream chain. Then sharing
@@ -34,6 +35,7 @@ sys.path.insert(0, HERE)
 
 import fast  # noqa: E402
 import fleet  # noqa: E402
+import many_modules  # noqa: E402
 import pipelines  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 from mlirgpu.llvm import toolchain  # noqa: E402
@@ -299,7 +301,8 @@ def ratio(a, b):
 def report(results):
     lines = []
     for keys, part in (("full", _full_report), ("latency", _latency_report), ("null", _null_report),
-                       ("scan", _scan_report), ("incremental", _incremental_report),
+                       ("scan", _scan_report), ("many_modules", _many_modules_report),
+                       ("incremental", _incremental_report),
                        ("ninja single cutoff scons_one_edited", fast_report), ("profile", _profile_report)):
         if all(key in results for key in keys.split()):  # a run of some sections (--only) reports those
             lines.extend(part(results))
@@ -359,6 +362,12 @@ def _scan_report(results):
     for size, value in results["scan"].items():
         lines.append(f"  {size:>6s} modules: {value['ours']['median']:.2f} / {value['upstream']['median']:.2f} = "
                      f"{ratio(value['ours'], value['upstream']):.2f}")
+    return lines
+
+
+def _many_modules_report(results):
+    lines = ["Big inputs, cold, to ISA (`mlirgpu compile` / `mlir-opt --gpu-module-to-binary`): median s, peak PSS"]
+    lines.extend("  " + line for line in many_modules.report(results["many_modules"]).splitlines())
     return lines
 
 
@@ -467,6 +476,8 @@ def sections(args, base, corpus_dir, reps, incr, null_sizes):
         "single": lambda: fast.single_source(corpus_dir, base, reps, interleave, latency_files, toolchain),
         "cutoff": lambda: fast.early_cutoff(base, reps, interleave, cuda_root()),
         "scan": lambda: scan_scaling(base, (100,) if args.quick else (1000, 10000), reps),
+        "many_modules": lambda: many_modules.measure(base, (100,) if args.quick else (1000, 4000, 10000),
+                                                     1 if args.quick else 48, min(reps, 3), interleave, peak_memory),
         "profile": lambda: profile(corpus_dir),
         "remote_cache": lambda: fleet.remote_cache(base, corpus_dir, reps, SCONS, timed),
         "pipelines_cold": lambda: pipelines.cold_scons(base, reps, interleave, SCONS, clean, toolchain,

@@ -120,7 +120,7 @@ TIERS = {
               "test_host_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
               "test_truthful_refusals", "test_bench_smoke", "test_library_builds"),
     "identity": ("test_upstream_identity", "test_xevm", "test_scan_differential", "test_pasted_pipelines",
-                 "test_library_identity"),
+                 "test_library_identity", "test_many_modules"),
     "robustness": ("test_hostile_input", "test_reliability", "test_stress", "test_trust", "test_missing_tools",
                    "test_llvm_ownership"),
     "service": ("test_service", "test_server_trust", "test_server_limits", "test_launcher", "test_forkserver",

@@ -13,10 +13,13 @@ def test_quick_benchmark_produces_every_section(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"full", "latency", "null", "incremental", "profile", "ninja", "single", "cutoff",
-                            "scons_one_edited", "pipelines_cold", "pip_served"}
+                            "scons_one_edited", "pipelines_cold", "pip_served", "many_modules"}
     # The pip user's rows ran through the native launcher `mlirgpu --launcher` printed (the server built it).
     assert results["pip_served"]["native"] and results["pip_served"]["command"].startswith("launcher/mlirgpu-")
     assert results["pipelines_cold"]["sources"] == 7 and results["pip_served"]["sources"] == 7
+    assert set(results["many_modules"]) == {"100 modules", "1 MiB blob", "1 MiB comment"}
+    for value in results["many_modules"].values():
+        assert value["ours"]["median"] > 0 and value["upstream"]["peak_pss_kib"] > 0 and value["time_ratio"] > 0
     assert set(results["ninja"]) == {"ninja ours, server warm", "ninja ours, server cold", "ninja ours, in process",
                                      "ninja upstream"}
     cutoff = results["cutoff"]
@@ -32,3 +35,4 @@ def test_quick_benchmark_produces_every_section(tmp_path):
     text = (tmp_path / "results.txt").read_text()
     assert "ratio ours/upstream -j2" in text and "Ninja-style full build" in text and "Early cutoff" in text
     assert "Upstream-style corpus" in text and "Pip-installed" in text
+    assert "Big inputs" in text and "| 100 modules |" in text

@@ -110,3 +110,26 @@ def test_jobs_close_their_llvm_objects_under_collector_pressure(tmp_path, cuda_r
     assert report["arenas"] >= len(report["after_jobs"]) > 2 * len(FILES)
     left_open = [entry for entry in report["after_jobs"] if entry[1:] != [0, 0]]
     assert left_open == []
+
+
+def test_many_modules_never_hold_more_than_a_few_llvm_modules_at_once(tmp_path, cuda_root):
+    """A file of many modules (issue #33): the most LLVM modules its compile held open at once, counted by the
+    arenas of every process that ran its stages (the compile's own and its forked stage runners), is the same
+    for 128 modules as for 600, and at most two per process (a job's module; the host object's)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from many_modules import write_many
+
+    held = {}
+    for count in (128, 600):
+        source = write_many(str(tmp_path / f"many{count}.mlir"), count)
+        profile = tmp_path / f"profile{count}.jsonl"
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / "many.o"),
+                              "--format", "isa", "--toolkit", cuda_root], capture_output=True, text=True, timeout=600,
+                             env=dict(os.environ, MLIRGPU_CACHE="off", MLIRGPU_SERVER="off",
+                                      MLIRGPU_PROFILE=str(profile), MLIRGPU_COMPILE_PROCESSES="2",
+                                      PYTHONPATH=os.path.join(ROOT, "site_scons")))
+        assert run.returncode == 0, run.stderr
+        (line,) = profile.read_text().splitlines()
+        held[count] = json.loads(line)["llvm_modules"]
+    assert held[128] == held[600]
+    assert 0 < held[600] <= 2 * 2

@@ -84,7 +84,8 @@ def compile_command(source, output, options, tell):
 
     started = time.perf_counter()
     try:
-        translated = None if warm else translate_many([source], at_least=1).get(source)  # failures: the worker's
+        ahead = not warm and _size(source) <= AHEAD_MAX_BYTES
+        translated = translate_many([source], at_least=1).get(source) if ahead else None  # failures: the worker's
     except ToolTimedOut as exc:  # raised only if the compile translates (a cached one never does)
         translated = exc
     translating = time.perf_counter() - started
@@ -92,6 +93,19 @@ def compile_command(source, output, options, tell):
     if translated:
         result.timings["translate"] = translating
     return result
+
+
+# A source bigger than this is translated by its worker, not ahead here: the worker's start-up is small beside
+# its compile, and this process would hold a copy of the text, its scan, pieces and translation (67 MB for a
+# file of 4000 small modules).
+AHEAD_MAX_BYTES = 1 << 20
+
+
+def _size(source):
+    try:
+        return os.path.getsize(source)
+    except OSError:
+        return 0  # the compile says why it cannot read it
 
 
 def _given(translated):

@@ -19,6 +19,10 @@ MACHINE, MODULE, CONTEXT = range(3)
 
 _current = contextvars.ContextVar("mlirgpu_llvm_arena", default=None)
 
+# The LLVM modules this process holds open now, and the most it held at once since `reset_module_peak`: what a
+# compile of many modules keeps at a time (mlirgpu.pipeline.fanout reports it), whatever the module count.
+_modules = {"open": 0, "peak": 0}
+
 
 class Arena:
     """The llvmlite objects of one job (a context manager: the arena of the code it runs)."""
@@ -30,6 +34,9 @@ class Arena:
     def own(self, kind, obj):
         """`obj` (a llvmlite object of `kind`), owned by this arena from now on."""
         self._owned.append((kind, obj))
+        if kind == MODULE:
+            _modules["open"] += 1
+            _modules["peak"] = max(_modules["peak"], _modules["open"])
         return obj
 
     def open_count(self):
@@ -38,7 +45,9 @@ class Arena:
 
     def close(self):
         """Close every object: by kind in the order above, the newest first within a kind."""
-        for _index, (_kind, obj) in sorted(enumerate(self._owned), key=lambda item: (item[1][0], -item[0])):
+        for _index, (kind, obj) in sorted(enumerate(self._owned), key=lambda item: (item[1][0], -item[0])):
+            if kind == MODULE and not obj.closed:
+                _modules["open"] -= 1
             obj.close()
 
     def __enter__(self):
@@ -48,6 +57,16 @@ class Arena:
     def __exit__(self, *_exc):
         _current.reset(self._token)
         self.close()
+
+
+def module_peak():
+    """The most LLVM modules this process held open at once since the last `reset_module_peak`."""
+    return _modules["peak"]
+
+
+def reset_module_peak():
+    """Start counting the peak again from the modules open now."""
+    _modules["peak"] = _modules["open"]
 
 
 def current():

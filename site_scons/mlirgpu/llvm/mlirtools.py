@@ -23,6 +23,11 @@ def run_mlir_tool(tool, args, source, what, text=None, fix=None):
         result = process.run(argv, what, input=None if text is None else text.encode("utf-8"))
     except CompileError as exc:
         raise exc.located(source)
+    return _output(result, tool, source, what, fix)
+
+
+def _output(result, tool, source, what, fix=None):
+    """An MLIR tool's output, or the CompileError its diagnostic says."""
     if result.returncode != 0:
         raise mlir_diagnostic(result.stderr.decode("utf-8", "replace"), source, what, fix=fix, tool=tool,
                               code=result.returncode)
@@ -109,13 +114,33 @@ def translate_argv():
     return _argv("mlir-translate", _TRANSLATE_ARGS)
 
 
+# Pieces per mlir-translate run at least, when a file's pieces are shared among several runs at once: a run's
+# start costs about as much as translating 30 small modules.
+_PIECES_PER_RUN = 64
+
+
 def _translate(pieces, source):
-    joined = "\n// -----".join(text if i == 0 else "\n" + text for i, text in enumerate(pieces))
+    """The pieces' LLVM IR; a file of many modules is translated by several mlir-translate runs at once, each
+    given a consecutive part of its pieces (mlirgpu.llvm.process.compile_processes)."""
+    runs = max(1, min(process.compile_processes(), len(pieces) // _PIECES_PER_RUN))
+    size = -(-len(pieces) // runs)
+    joined = ["\n// -----".join(text if i == 0 else "\n" + text for i, text in enumerate(pieces[start : start + size]))
+              for start in range(0, len(pieces), size)]
+    what = "translating to LLVM IR"
     try:
-        text = run_mlir_tool("mlir-translate", list(_TRANSLATE_ARGS), source, "translating to LLVM IR", text=joined)
+        results = process.run_all([(translate_argv(), what, text.encode("utf-8")) for text in joined])
     except CompileError as exc:
-        raise _at_source_line(exc, joined.split("\n"), source) from None
-    modules = [piece for piece in re.split(r"^(?=; ModuleID = )", text, flags=re.M) if piece.startswith("; ModuleID")]
+        raise exc.located(source)
+    modules = []
+    for text, result in zip(joined, results):
+        try:
+            output = _output(result, "mlir-translate", source, what)
+        except CompileError as exc:
+            raise _at_source_line(exc, text.split("\n"), source) from None
+        # Each module ends in one newline: the last of a run has no blank line after it, and a module's text (the
+        # stage cache's key of its first stage) must not depend on where in a run it was translated.
+        modules += [piece.rstrip("\n") + "\n" for piece in re.split(r"^(?=; ModuleID = )", output, flags=re.M)
+                    if piece.startswith("; ModuleID")]
     if len(modules) != len(pieces):
         raise CompileError(f"mlir-translate returned {len(modules)} modules for {len(pieces)}", file=source)
     return modules

@@ -53,6 +53,19 @@ def _seconds(text):
     return None
 
 
+def compile_processes():
+    """How many processes one compile may keep busy at once (mlir-translate runs over parts of a file's modules,
+    forked stage runners over chunks of them): `$MLIRGPU_COMPILE_PROCESSES`, a whole number from 1 (all in
+    turn, in the compile's own process), else the CPUs this process may run on."""
+    text = os.environ.get("MLIRGPU_COMPILE_PROCESSES", "").strip()
+    if not text:
+        return len(os.sched_getaffinity(0))
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= 1024:
+        return int(text)
+    raise CompileError(f"MLIRGPU_COMPILE_PROCESSES='{text[:40]}' is not a number of processes from 1 to 1024",
+                       fix="set it to e.g. 2, or unset it to use every CPU")
+
+
 def bounded(argv, seconds, input=None):
     """`subprocess.run(argv)` capturing its output, in its own process group, which is killed whole when the
     time is up (a tool that is a script would otherwise leave a child holding the pipes open)."""
@@ -190,6 +203,12 @@ def supply(program, supplier):
     _suppliers[os.path.realpath(program)] = supplier
 
 
+def forget_suppliers():
+    """Start every tool here from now on: in a process forked from one with suppliers, whose runs (the pipes of
+    a fork server, a server's socket) belong to that process."""
+    _suppliers.clear()
+
+
 def supplied(program):
     """Whether this process has a supplier of runs of `program` (see `supply`)."""
     return os.path.realpath(program) in _suppliers
@@ -292,30 +311,62 @@ def passed_fds(ancillary):
 
 def run(argv, what, *, input=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
-    name = os.path.basename(argv[0])
-    started = time.perf_counter()
-    supplier = _suppliers.get(os.path.realpath(argv[0])) if _suppliers and not _other_limits else None
-    ready = supplier(argv) if supplier else None
-    try:
-        result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
-    except subprocess.TimeoutExpired as exc:
-        raise ToolTimedOut(f"{what}: {name} did not finish within {timeout():g} s",
-                           fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc
-    except OSError as exc:
-        raise CompileError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from exc
-    stats = tool_stats.get()
-    if stats is not None:
-        entry = stats.setdefault(name, [0, 0.0, argv[0]])
-        entry[0] += 1
-        entry[1] += time.perf_counter() - started
-    if result.returncode < 0:
-        try:
-            signame = signal.Signals(-result.returncode).name
-        except ValueError:
-            signame = f"signal {-result.returncode}"
-        import shlex  # only here: a crash is rare, and every worker imports this module at start-up
+    return run_all([(argv, what, input)])[0]
 
-        output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
-        raise ToolCrashed(f"{what}: {name} crashed ({signame})", fix="see the tool's output with -v",
-                           detail=output + "\nrepro: " + shlex.join(argv))
-    return result
+
+def run_all(runs):
+    """`run` of each `(argv, what, input)` of `runs`, all at the same time (each tool is its own process; a
+    thread here only waits for one): their CompletedProcesses in order. A failure is raised once every run has
+    ended, the first in order. Runs are asked of the suppliers (`supply`) here, one after another."""
+    begun = [(time.perf_counter(), _supplied_run(argv)) for argv, _what, _input in runs]
+    if len(runs) == 1:
+        ended = [_ended(*runs[0], begun[0][1])]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(runs)) as pool:
+            ended = list(pool.map(lambda run, ready: _ended(*run, ready), runs, [ready for _t, ready in begun]))
+    for (argv, _what, _input), (started, _ready), (result, seconds) in zip(runs, begun, ended):
+        stats = tool_stats.get()
+        if stats is not None and seconds is not None:
+            entry = stats.setdefault(os.path.basename(argv[0]), [0, 0.0, argv[0]])
+            entry[0] += 1
+            entry[1] += seconds - started
+    for (argv, what, _input), (result, _seconds) in zip(runs, ended):
+        if isinstance(result, BaseException):
+            raise result
+        if result.returncode < 0:
+            raise _crashed(argv, what, result)
+    return [result for result, _seconds in ended]
+
+
+def _supplied_run(argv):
+    supplier = _suppliers.get(os.path.realpath(argv[0])) if _suppliers and not _other_limits else None
+    return supplier(argv) if supplier else None
+
+
+def _ended(argv, what, input, ready):
+    """(the CompletedProcess, or the CompileError that ends the run, raised here; when it ended)."""
+    try:
+        try:
+            result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
+        except subprocess.TimeoutExpired as exc:
+            raise ToolTimedOut(f"{what}: {os.path.basename(argv[0])} did not finish within {timeout():g} s",
+                               fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc
+        except OSError as exc:
+            raise CompileError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from exc
+    except CompileError as exc:
+        return exc, None
+    return result, time.perf_counter()
+
+
+def _crashed(argv, what, result):
+    try:
+        signame = signal.Signals(-result.returncode).name
+    except ValueError:
+        signame = f"signal {-result.returncode}"
+    import shlex  # only here: a crash is rare, and every worker imports this module at start-up
+
+    output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+    return ToolCrashed(f"{what}: {os.path.basename(argv[0])} crashed ({signame})", fix="see the tool's output with -v",
+                       detail=output + "\nrepro: " + shlex.join(argv))

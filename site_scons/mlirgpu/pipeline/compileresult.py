@@ -22,6 +22,7 @@ class CompileResult:
     stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
     cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
     trace: list = field(default_factory=list)  # Chrome trace events: the compile and each stage of each job
+    llvm_modules: int = 0  # the most LLVM modules the stages held at once, in all processes (at most)
 
 
 def own_target_warnings(modules, options, source):

@@ -21,7 +21,7 @@ import json
 import os
 import time
 
-from . import compileentry, embed, hostobject, repro, stagerunner
+from . import compileentry, embed, fanout, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
 from ..cache import remote as remotecache
@@ -122,7 +122,8 @@ def _compile(source, options, output, translator, report):
         compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
-                         stages=compile_.origins, cache_warnings=remotecache.take_warnings(), trace=events)
+                         stages=compile_.origins, cache_warnings=compile_.cache_warnings + remotecache.take_warnings(),
+                         trace=events, llvm_modules=compile_.llvm_modules)
 
 
 def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, entry_key):
@@ -136,7 +137,7 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     absent = [module.name for module in loaded.modules
               if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)
-    outputs = {job.id: stagerunner.run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+    outputs = fanout.run_jobs(compile_, jobs, llvm_irs, dumps)
     for job in jobs:
         for stage, path in compile_.substituted.get(job.id, {}).items():
             warnings.append(CompileWarning(f"module @{job.module.name} ({job.chip}): the {stage} stage's output "
@@ -227,13 +228,13 @@ def _check_layout(source, jobs, options):
 
 
 def _profile(source, result, started, seconds):
-    """Append this compile's start (epoch seconds), duration, stage and tool times to `$MLIRGPU_PROFILE` (JSON
-    lines), for the benchmarks."""
+    """Append this compile's start (epoch seconds), duration, stage and tool times and the most LLVM modules its
+    stages held at once to `$MLIRGPU_PROFILE` (JSON lines), for the benchmarks."""
     path = os.environ.get("MLIRGPU_PROFILE")
     if not path:
         return
     tools = {name: entry[:2] for name, entry in result.tools.items()}
     line = json.dumps({"source": source, "started": started, "seconds": seconds, "stages": result.timings,
-                       "tools": tools, "jobs": len(result.jobs)}, sort_keys=True)
+                       "tools": tools, "jobs": len(result.jobs), "llvm_modules": result.llvm_modules}, sort_keys=True)
     with open(path, "a", encoding="utf-8") as handle:  # one short append per compile: atomic on POSIX
         handle.write(line + "\n")

@@ -81,7 +81,7 @@ def host_ir(binaries, layout, section, source_name, triple="x86_64-unknown-linux
         vendor = item.target.vendor_section if layout == "vendor" else None
         align = vendor.alignment if vendor and not section else 8
         placement = f', section "{chosen}"' if chosen != ".rodata" else ""
-        lines.append(f'@{item.symbol} = constant [{len(item.data)} x i8] c"{hex_escaped(item.data)}"{placement}, '
+        lines.append(f'@{item.symbol} = constant [{len(item.data)} x i8] c"{_ir_string(item.data)}"{placement}, '
                      f"align {align}")
         lines.append(f"@{item.symbol}_size = constant i64 {len(item.data)}, align 8")
         if vendor:
@@ -91,6 +91,16 @@ def host_ir(binaries, layout, section, source_name, triple="x86_64-unknown-linux
             )
     lines += _registry(binaries, source_name, lambda item: section_for(item, layout, section))
     return "\n".join(lines) + "\n"
+
+
+def _ir_string(data):
+    """Bytes as the inside of an LLVM IR `c"..."` string. ASCII text (ISA, with the NULs ending it) is written
+    as it is, less `\\` and `"`: a third of `hex_escaped`'s size, which for a file of 10,000 modules is 40 MB of
+    IR text less, twice (the text, and its UTF-8 for LLVM's parser); the constant LLVM reads is the same."""
+    text = data.rstrip(b"\0")
+    if not text.isascii() or b"\0" in text:
+        return hex_escaped(data)
+    return text.decode("ascii").replace("\\", "\\5C").replace('"', "\\22") + "\\00" * (len(data) - len(text))
 
 
 def llvm_global(name):

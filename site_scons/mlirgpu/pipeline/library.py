@@ -15,7 +15,7 @@ No kernel is needed, and none is warned about. Every stage goes through the stag
 import hashlib
 import os
 
-from . import stagerunner
+from . import fanout, stagerunner
 from . import source as sources
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
@@ -56,7 +56,7 @@ def _compile(source, output, options, translator, report):
                                    dumps.stage_output if dumps else lambda job, stage, output: None)
     try:
         loaded, jobs, llvm_irs, _same = translate_source(source, loaded, jobs, options, translator)
-        outputs = {job.id: stagerunner.run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs}
+        outputs = fanout.run_jobs(compile_, jobs, llvm_irs, dumps)
     finally:
         if compile_.cache:
             compile_.cache.flush()
@@ -78,7 +78,8 @@ def _compile(source, output, options, translator, report):
     dependencies = [source] + compile_dependencies(compile_, jobs, serialized=False) + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=b"", jobs=jobs, dumps=dumps.written if dumps else [], timings=compile_.timings,
                          warnings=warnings, dependencies=dependencies, stages=compile_.origins,
-                         trace=compile_.trace), [path for path, _target, _chip in files]
+                         cache_warnings=compile_.cache_warnings, trace=compile_.trace,
+                         llvm_modules=compile_.llvm_modules), [path for path, _target, _chip in files]
 
 
 def _joined(source, path, parts, jobs):

@@ -250,24 +250,39 @@ def use_cache_file(path):
     _scans.path = path
 
 
+_last_read = {}  # the version key of the file read last -> (its text, the hash of its bytes)
+
+
 def read_text(path):
     """A source's text and the hash of its bytes (Unreadable for what is not a readable source file: the
-    compile reports it)."""
+    compile reports it). The last file read is kept, by version: a compile reads its source for the hash, the
+    scan and the pieces, and a source may be 50 MB."""
     try:
-        data = read_source(path)
-    except CompileError as exc:
-        raise Unreadable(str(exc)) from None
-    return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+        key = _version(path)
+    except OSError:
+        key = None  # reading it says why
+    if key is None or key not in _last_read:
+        try:
+            data = read_source(path)
+        except CompileError as exc:
+            raise Unreadable(str(exc)) from None
+        _last_read.clear()
+        _last_read[key] = data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+    return _last_read[key]
+
+
+def _version(path):
+    """What tells a file's version: its inode and change time, which no copy or unpacking tool can keep."""
+    stat = os.stat(path)
+    return os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
 _digests = {}
 
 
 def _content_digest(path):
-    """The hash of a file's bytes, read once per file version in this process (a version is told by inode and
-    change time, which no copy or unpacking tool can keep)."""
-    stat = os.stat(path)
-    key = (os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    """The hash of a file's bytes, read once per file version in this process."""
+    key = _version(path)
     if key not in _digests:
         _digests[key] = read_text(path)[1]
     return _digests[key]
@@ -405,7 +420,9 @@ def direct_source(path, options):
     so `mlir-translate` alone parses, verifies and translates it; each remembers its line for messages. Pieces
     hold no debug information (the scan declines that: their line numbers are not the file's). Else None, also
     when the text names an attribute or type of a dialect mlir-translate does not load: it takes those as
-    opaque (see mlirtools), so mlir-opt reads the file first and refuses them where they are wrong."""
+    opaque (see mlirtools), so mlir-opt reads the file first and refuses them where they are wrong. A piece gets
+    none of the file's comments, and its resource trailer only when it names a `dense_resource` (a 48 MiB blob
+    that one module uses is not copied, and parsed, for each of a thousand others)."""
     try:
         scan = scan_file(path)
         if not scan.direct:
@@ -413,14 +430,17 @@ def direct_source(path, options):
         text, _digest = read_text(path)
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
-    prelude, suffix = text[: scan.prelude_end], text[scan.suffix_start :].strip()
-    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix):
+    prelude, suffix, trailer = mlirtext.file_parts(text, scan.prelude_end, scan.suffix_start)
+    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix + trailer):
         return None
     pieces, line, counted = [], 1, 0
     for module in scan.modules:
         line += text.count("\n", counted, module.start)
         counted = module.start
         column = module.start - (text.rfind("\n", 0, module.start) + 1)
-        piece = prelude + " " * column + text[module.start : module.end] + "\n" + suffix + "\n"
+        piece = prelude + "\n" + " " * column + text[module.start : module.end] + "\n" + suffix + "\n"
+        if trailer and "dense_resource<" in piece:  # only a module using resources reads them
+            piece += trailer + "\n"
         pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, direct=True))
+    _last_read.clear()  # the compile reads its pieces from now on
     return sources.Source(path, pieces)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from . import stages, substitute
-from ..cache import stagecache
+from ..cache import remote as remotecache, stagecache
 from ..errors import CompileError
 from ..llvm import arena as llvm_arena
 from ..util import trace
@@ -39,6 +39,8 @@ class Compile:
         self.substituted = {}  # job id -> {stage: the substitute's path}
         self.trace = []  # Chrome trace events of the stages (mlirgpu.util.trace)
         self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
+        self.cache_warnings = []  # the remote cache's faults seen by forked stage runners (mlirgpu.pipeline.fanout)
+        self.llvm_modules = 0  # the most LLVM modules the stages held at once, in all processes (at most)
 
     @property
     def scratch(self):
@@ -53,6 +55,37 @@ class Compile:
 
     def timed(self, name, started):
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
+
+    # What running jobs adds to a compile, which a forked stage runner sends back (mlirgpu.pipeline.fanout).
+    _SHARE = {"dependencies": list, "timings": dict, "origins": dict, "substituted": dict, "trace": list,
+              "payloads": dict, "cache_warnings": list}
+
+    def begin_share(self):
+        """In a forked stage runner: forget what the jobs before it added, and use a stage cache of its own
+        (its counts are its own; the remote tier's client reconnects after a fork)."""
+        for name, kind in self._SHARE.items():
+            setattr(self, name, kind())
+        self.cache = stagecache.open_cache()
+
+    def share(self):
+        """What this runner's jobs added (after `begin_share`), for `add_share` in the compile's process; its
+        stage cache's counts are flushed."""
+        if self.cache:
+            self.cache.flush()
+        self.cache_warnings += remotecache.take_warnings()
+        return {name: getattr(self, name) for name in self._SHARE}
+
+    def add_share(self, share):
+        """Add a runner's `share`, as if its jobs had run here, in their order."""
+        for name, value in share.items():
+            mine = getattr(self, name)
+            if name == "timings":
+                for stage, seconds in value.items():
+                    mine[stage] = mine.get(stage, 0.0) + seconds
+            elif isinstance(mine, list):
+                mine += value
+            else:
+                mine.update(value)
 
 
 @dataclass

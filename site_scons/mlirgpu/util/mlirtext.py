@@ -8,6 +8,7 @@ reading of each construct. Anything not understood raises `Unreadable`; the scan
 import bisect
 import functools
 import re
+import sys
 
 
 class Unreadable(ValueError):
@@ -18,7 +19,11 @@ class Unreadable(ValueError):
 # text, but sre keeps a backtracking frame per character of a repeated group (6 GB and 17 s for the 96 MB hex
 # string of a 48 MiB dense_resource blob), and a repeated character class runs in one C loop.
 SYMBOL = re.compile(r'@("[^"\\\n]*(?:\\.[^"\\\n]*)*"|[A-Za-z_$.\-0-9][\w$.\-]*)')
-_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|"')
+# A run of comment lines (indented by spaces) is one match: a file of a million comment lines costs one. Its
+# repeat is possessive where sre has them (Python 3.11): a greedy one keeps a backtracking frame per line.
+_COMMENT_RUN = r"//[^\n]*(?:\n *//[^\n]*)*" + ("+" if sys.version_info >= (3, 11) else "")
+_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + '|"')
+_BLANK_ASCII = bytes(10 if byte == 10 else 32 for byte in range(256))  # every byte but a newline a space
 _BRACES = re.compile(r"[{}]")
 
 
@@ -29,28 +34,19 @@ class Structure:
     source on every build."""
 
     def __init__(self, text):
-        clean, masked = [], []
-        pos = 0
+        comments, strings = [], []  # the spans of each
         for match in _STRINGS_AND_COMMENTS.finditer(text):
             start, end = match.span()
-            token = match.group()
-            if token == '"':
+            if text[start] != '"':
+                comments.append((start, end))
+            elif end - start == 1:
                 raise Unreadable("unterminated string")
-            between = text[pos:start]
-            clean.append(between)
-            masked.append(between)
-            if token[0] == '"':
-                clean.append(token)
-                masked.append('"' + " " * (len(token) - 2) + '"')
             else:
-                clean.append(" " * len(token))
-                masked.append(" " * len(token))
-            pos = end
-        clean.append(text[pos:])
-        masked.append(text[pos:])
+                strings.append((start + 1, end - 1))
         self.text = text
-        self.clean = "".join(clean)
-        self.masked = "".join(masked)
+        # Built from spans, without a copy of any token: a 48 MiB blob is one string, a file of comments one run.
+        self.clean = _blanked(text, comments) if comments else text
+        self.masked = _blanked(self.clean, strings) if strings else self.clean
         self._breaks, self._depths, self.closing = [0], [0], {}  # closing: offset of each `{` -> its `}`
         opened = []
         for match in _BRACES.finditer(self.masked):
@@ -69,6 +65,44 @@ class Structure:
     def depth_at(self, position):
         """`{` nesting depth just before `position`."""
         return self._depths[bisect.bisect_right(self._breaks, position) - 1]
+
+
+def _blanked(text, spans):
+    """`text` with the characters of each span `(start, end)` (in order) blanked, newlines kept."""
+    parts, pos = [], 0
+    for start, end in spans:
+        parts.append(text[pos:start])
+        parts.append(_blank(text[start:end]) if text.find("\n", start, end) >= 0 else " " * (end - start))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _blank(text):
+    """`text` with every character but a newline a space (one C pass for ASCII text, one per line else)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_BLANK_ASCII).decode("ascii")
+    return "\n".join(" " * len(line) for line in text.split("\n"))
+
+
+def without_comments(text):
+    """`text` less its comments and the lines they leave blank (strings whole): what MLIR's parser reads of
+    it, and no more (a file's prelude may be megabytes of comments, which every piece cut from it would copy)."""
+    kept = _STRINGS_AND_COMMENTS.sub(lambda match: "" if match.group().startswith("//") else match.group(), text)
+    return "\n".join(line for line in kept.split("\n") if line.strip())
+
+
+_STRING_OR_TRAILER = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + r"|\{-#")
+
+
+def file_parts(text, prelude_end, suffix_start):
+    """What each piece cut from a file's `text` shares: the prelude before its top module (aliases) and what
+    follows the module (location aliases), both less comments, and its resource trailer (`{-# ... #-}`, or '';
+    found outside strings and comments)."""
+    suffix = text[suffix_start:]
+    found = next((match for match in _STRING_OR_TRAILER.finditer(suffix) if match.group() == "{-#"), None)
+    end = found.start() if found else len(suffix)
+    return without_comments(text[:prelude_end]), without_comments(suffix[:end]).strip(), suffix[end:].strip()
 
 
 def unescape_mlir_string(body):
