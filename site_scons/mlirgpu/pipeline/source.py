@@ -177,12 +177,13 @@ def check_lowered(modules, target, path):
                            fix=target.lowering_fix(op, line_text) or _OWN_PIPELINE)
 
 
-_LAUNCH = re.compile(r"^\s*(?:%\S+ = )?gpu\.launch\b(?!_)", re.M)
+# `gpu.launch` in host code (kernel outlining), not `gpu.launch_func`
+_OUTLINED_LAUNCH = re.compile(r"^\s*(?:%\S+ = )?gpu\.launch\b(?!_)", re.M)
 
 
 def lowering_needed(text, modules):
     """True when some gpu.module has no target or host code holds `gpu.launch` (kernel outlining)."""
-    if _LAUNCH.search(text):
+    if _OUTLINED_LAUNCH.search(text):
         return True
     return any(not module.targets for module in modules)
 
@@ -194,7 +195,7 @@ def _read_before_lowering(path, options):
     test's RUN line."""
     if options.lowering:
         text = _read_source(path)
-        if "gpu.module" not in text and _LAUNCH.search(text):
+        if "gpu.module" not in text and _OUTLINED_LAUNCH.search(text):
             return text, []
     text = normalise(path)
     return text, split(text, path)
