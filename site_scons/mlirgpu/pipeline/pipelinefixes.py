@@ -1,7 +1,7 @@
 """The fixes for a `--lowering` mlir-opt cannot read, in the terms of the pipeline the user gave: an option a pass
 does not have is named with its pass and the option that pass takes instead (`arch` is `cubin-chip` for
-gpu-lower-to-nvvm-pipeline, `chipset` for convert-gpu-to-rocdl), and an example pipeline is one for the target
-the pipeline (or else the file) is written for, not always NVIDIA's."""
+upstream's named pipeline, `chipset` for a gpu-to-<target> conversion), and an example pipeline is one for the
+target the pipeline (or else the file) is written for (Target.example_lowering), not always the same vendor's."""
 import difflib
 import re
 
@@ -12,8 +12,6 @@ from . import passtext
 
 # What users coming from other compilers call a chip (clang's --offload-arch, llc's -mcpu, nvcc's -arch).
 _CHIP_WORDS = ("arch", "offload-arch", "gpu-arch", "mcpu", "cpu", "sm", "gpu", "chip", "chipset", "target")
-# Upstream's named pipeline where there is one with a chip option; else mlirgpu's own lowering for the target.
-_EXAMPLES = {"nvvm": "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-features=+ptx80}"}
 
 
 def no_such_option(given, key):
@@ -47,9 +45,8 @@ def example_fix(text, source=None):
     if target is None:
         return ("give passes and pipelines mlir-opt 22 registers (`mlir-opt --help` lists them), as a pass pipeline "
                 f"({hint('lowering', 'name{options}, ...')}) or a RUN line's flags (-name=\"options\")")
-    example = _EXAMPLES.get(target.name) or target.lowering_pipeline([target.default_chip], "", 2)
-    example = example[len("builtin.module(") : -1] if example.startswith("builtin.module(") else example
-    return (f"give a pass pipeline mlir-opt 22 registers, e.g. for {target.name} {hint('lowering', example)}, or "
+    return (f"give a pass pipeline mlir-opt 22 registers, e.g. for {target.name} "
+            f"{hint('lowering', target.example_lowering())}, or "
             "a RUN line's flags (-name=\"options\")")
 
 

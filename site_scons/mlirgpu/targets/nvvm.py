@@ -56,6 +56,10 @@ class NVVM(Target):
     def conversion_pass(self, chips):
         return "convert-gpu-to-nvvm"
 
+    def example_lowering(self):
+        """Upstream's named pipeline, with a chip and PTX version that CUDA 12 and 13 take."""
+        return "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-features=+ptx80}"
+
     def default_build_chip(self, options, environment=None):
         """The oldest chip the found ptxas accepts (sm_75 for CUDA 13); upstream's sm_50 without a toolkit."""
         root = self.toolkit(options, environment)
