@@ -133,19 +133,6 @@ def compile_(source, *args, cwd):
                           capture_output=True, text=True, env=ENV, cwd=cwd)
 
 
-def test_upstreams_default_chip_and_ptx_version_are_fixed_by_one_message(cuda_root, tmp_path):
-    """gpu-lower-to-nvvm-pipeline alone means sm_50 and +ptx60: CUDA 13's ptxas takes neither sm_50 nor, for the
-    chips it takes, PTX 6.0. The one line names both the chip and the features, and they compile."""
-    run = compile_(SOURCE, "--lowering", "-gpu-lower-to-nvvm-pipeline", cwd=tmp_path)
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 1 and len(lines) == 1, run.stderr
-    fix = re.search(r"(--chip \S+) (--features \S+)", lines[0])
-    assert fix and "sm_50" in lines[0], lines[0]
-    again = compile_(SOURCE, "--lowering", "-gpu-lower-to-nvvm-pipeline", *fix.group(1).split(),
-                     *fix.group(2).split(), cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
-
-
 @pytest.mark.parametrize("name, flag", [("all_reduce_and.mlir", "-gpu-lower-to-nvvm-pipeline"),
                                         ("rocdl_two_modules.mlir", "-convert-gpu-to-rocdl"),
                                         ("rocdl_two_modules.mlir", "-rocdl-attach-target")])
