@@ -6,6 +6,9 @@ cut there, as mlir-opt itself expands it (`--dump-pass-pipeline`): the passes be
 attach the pipeline's target), we compile its modules stage by stage in its place, and the passes after it
 finish the host code as upstream's full pipeline does. The target, chip, features and O level of the pipeline's
 attach pass and the format and options of its serialization become the compile's, unless the build sets them.
+
+Only passes and pass pipelines mlir-opt registers reach it (passtext, checked before the expansion): no plugin, no
+flag that writes a file, whether the build is compiled or only planned.
 """
 import functools
 import os
@@ -137,8 +140,8 @@ def _expanded(args):
     if dumped is None:
         first = _dump_pipeline(tool, args)[1] or "no message"  # not kept: run again for its message
         option = re.search(r"no such option (\S+)", first)
-        raise (option and pipelinefixes.no_such_option(_given(args), option.group(1))) or \
-            _Unreadable(f"mlir-opt cannot read the lowering pipeline: {first}")
+        named = pipelinefixes.no_such_option(_given(args), option.group(1)) if option else None
+        raise named or _Unreadable(f"mlir-opt cannot read the lowering pipeline: {first}")
     passtext.check_refused(dumped)  # also in what a named pipeline or an option's nested pipeline expands to
     return tuple(passtext.split(dumped, ","))
 

@@ -8,6 +8,7 @@ of the tool file, see toolchain.file_fact). Any other mlir-opt flag (`--load-pas
 plugin's code; `--log-actions-to=F`, which writes a file no build declares) is refused by name, with why.
 """
 import difflib
+import functools
 import re
 
 from ..compile_options import hint
@@ -68,6 +69,11 @@ def registered():
     if not listed:
         raise CompileError(f"cannot read the passes {tool} registers (its --help lists none)",
                            fix="point the build at MLIR 22's mlir-opt")
+    return _parsed(listed)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(listed):
     return {name: tuple(options) for name, *options in (line.split() for line in listed.splitlines())}
 
 
