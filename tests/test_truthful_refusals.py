@@ -49,16 +49,18 @@ def test_host_dialects_left_in_place_are_named_with_a_lowering_that_works(name, 
 
 
 def test_an_upstream_pipelines_default_chip_that_ptxas_refuses_names_the_fix(tmp_path):
-    """gpu-lower-to-nvvm-pipeline alone means sm_50, which CUDA 13's ptxas refuses: the message says so in one
-    line with the reason (not a cut-off "Log:"), and the chip it names compiles."""
+    """gpu-lower-to-nvvm-pipeline alone means sm_50 and +ptx60: CUDA 13's ptxas refuses sm_50, and PTX 6.0 is too
+    old for the chips it takes. The message says so in one line with the reason (not a cut-off "Log:"), naming
+    both the chip and the features, and the two flags it names compile (no second round trip)."""
     source = os.path.join(CORPUS, "pipelines", "all_reduce_and.mlir")
     run = compile_(source, "--lowering", "-gpu-lower-to-nvvm-pipeline", cwd=tmp_path)
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 1 and len(lines) == 1, run.stderr
     assert "sm_50" in lines[0] and "ptxas" in lines[0], lines[0]
-    chip = re.search(r"use (sm_\d+)", lines[0]).group(1)
-    again = compile_(source, "--lowering", "-gpu-lower-to-nvvm-pipeline", "--chip", chip, "--features", "+ptx80",
-                     cwd=tmp_path)
+    fix = re.search(r"use (--chip sm_\d+) (--features \+ptx\d+)", lines[0])
+    assert fix, lines[0]
+    again = compile_(source, "--lowering", "-gpu-lower-to-nvvm-pipeline", *fix.group(1).split(),
+                     *fix.group(2).split(), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
 
 

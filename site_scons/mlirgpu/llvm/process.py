@@ -66,11 +66,11 @@ def compile_processes():
                        fix="set it to e.g. 2, or unset it to use every CPU")
 
 
-def bounded(argv, seconds, input=None):
+def bounded(argv, seconds, input=None, cwd=None):
     """`subprocess.run(argv)` capturing its output, in its own process group, which is killed whole when the
     time is up (a tool that is a script would otherwise leave a child holding the pipes open)."""
     process = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
     try:
         stdout, stderr = process.communicate(input, timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -309,23 +309,24 @@ def passed_fds(ancillary):
     return fds
 
 
-def run(argv, what, *, input=None):
+def run(argv, what, *, input=None, cwd=None):
     """Run `argv`; returns the CompletedProcess (bytes) when it exited by itself, else raises CompileError."""
-    return run_all([(argv, what, input)])[0]
+    return run_all([(argv, what, input)], cwd)[0]
 
 
-def run_all(runs):
+def run_all(runs, cwd=None):
     """`run` of each `(argv, what, input)` of `runs`, all at the same time (each tool is its own process; a
     thread here only waits for one): their CompletedProcesses in order. A failure is raised once every run has
-    ended, the first in order. Runs are asked of the suppliers (`supply`) here, one after another."""
-    begun = [(time.perf_counter(), _supplied_run(argv)) for argv, _what, _input in runs]
+    ended, the first in order. Runs are asked of the suppliers (`supply`) here, one after another, unless they
+    must run in the folder `cwd` (a supplier's tool was started in its own)."""
+    begun = [(time.perf_counter(), None if cwd else _supplied_run(argv)) for argv, _what, _input in runs]
     if len(runs) == 1:
-        ended = [_ended(*runs[0], begun[0][1])]
+        ended = [_ended(*runs[0], begun[0][1], cwd)]
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(len(runs)) as pool:
-            ended = list(pool.map(lambda run, ready: _ended(*run, ready), runs, [ready for _t, ready in begun]))
+            ended = list(pool.map(lambda run, ready: _ended(*run, ready, cwd), runs, [ready for _t, ready in begun]))
     for (argv, _what, _input), (started, _ready), (result, seconds) in zip(runs, begun, ended):
         stats = tool_stats.get()
         if stats is not None and seconds is not None:
@@ -345,11 +346,11 @@ def _supplied_run(argv):
     return supplier(argv) if supplier else None
 
 
-def _ended(argv, what, input, ready):
+def _ended(argv, what, input, ready, cwd=None):
     """(the CompletedProcess, or the CompileError that ends the run, raised here; when it ended)."""
     try:
         try:
-            result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input)
+            result = ready.communicate(argv, input, timeout()) if ready else bounded(argv, timeout(), input, cwd)
         except subprocess.TimeoutExpired as exc:
             raise ToolTimedOut(f"{what}: {os.path.basename(argv[0])} did not finish within {timeout():g} s",
                                fix="set MLIRGPU_TOOL_TIMEOUT to allow longer, or check the tool") from exc

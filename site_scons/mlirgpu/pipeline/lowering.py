@@ -6,13 +6,19 @@ cut there, as mlir-opt itself expands it (`--dump-pass-pipeline`): the passes be
 attach the pipeline's target), we compile its modules stage by stage in its place, and the passes after it
 finish the host code as upstream's full pipeline does. The target, chip, features and O level of the pipeline's
 attach pass and the format and options of its serialization become the compile's, unless the build sets them.
+
+Only passes and pass pipelines mlir-opt registers reach it (passtext, checked before the expansion): no plugin, no
+flag that writes a file, whether the build is compiled or only planned.
 """
 import functools
+import os
 import re
 import shlex
+import tempfile
 from dataclasses import dataclass, replace
 
 from ..llvm import process, toolchain
+from . import passtext, pipelinefixes
 from ..errors import CompileError
 from ..compile_options import hint
 from ..targets import TARGETS
@@ -20,7 +26,6 @@ from ..targets import TARGETS
 SERIALIZE = "gpu-module-to-binary"
 _FLAG = re.compile(r"-{1,2}([A-Za-z][\w.\-]*)(?:=(.*))?\Z", re.S)
 _RUN_LINE_WORDS = ("mlir-opt", "%s")  # a pasted RUN line's tool and input, which name no pass
-_NOT_PASSES = ("split-input-file", "verify-diagnostics", "o", "allow-unregistered-dialect")
 # gpu-module-to-binary's format names (MLIR 22's ModuleToBinary): ours for those we build, None for LLVM
 # bitcode objects (`offload = ...`), which we do not embed.
 _BINARY_FORMATS = {"isa": "isa", "assembly": "isa", "bin": "bin", "binary": "bin", "fatbin": "fatbin",
@@ -37,12 +42,15 @@ class Pipeline:
 
     def attach(self):
         """(target, options, index) of the pipeline's attach pass (the first one), or None."""
+        return next(self.attaches(), None)
+
+    def attaches(self):
+        """(target, options, index) of each attach pass of the pipeline, in order."""
         by_pass = {target.attach_pass: target for target in TARGETS.values() if target.attach_pass}
         for index, element in enumerate(self.before):
-            name, values = _element(element)
+            name, values = passtext.element(element)
             if name in by_pass:
-                return by_pass[name], values, index
-        return None
+                yield by_pass[name], values, index
 
 
 def canonical(text):
@@ -91,11 +99,12 @@ def _stages(text):
         if word in _RUN_LINE_WORDS:
             continue
         match = _FLAG.match(word)
-        if not match or match.group(1) in _NOT_PASSES or match.group(1).startswith("mlir-"):
+        if not match:
             raise CompileError(f"'{word}' in the lowering pipeline is not a pass",
                                fix="give mlir-opt's pass flags (-name or -name=\"options\") or a pass pipeline "
                                    f"({hint('lowering', 'name{options}, ...')})")
         name, value = match.groups()
+        passtext.check_flag(word, name, value)  # before any mlir-opt reads it: passes only (see passtext)
         stages[-1].append(f"--pass-pipeline={anchored(value or '')}" if name == "pass-pipeline" else word)
     return stages
 
@@ -105,41 +114,9 @@ def anchored(pipeline):
     return pipeline if re.match(r"\s*(builtin\.module|any)\(", pipeline) else f"builtin.module({pipeline})"
 
 
-def _split(text, separators):
-    """The non-empty parts of `text` between `separators` at nesting depth 0 (braces, parentheses and quotes
-    nest), stripped: a pipeline's elements (",") or an element's options (whitespace)."""
-    parts, depth, start, quote = [], 0, 0, None
-    for index, char in enumerate(text):
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "({":
-            depth += 1
-        elif char in ")}":
-            depth -= 1
-        elif char in separators and depth == 0:
-            parts.append(text[start:index].strip())
-            start = index + 1
-    parts.append(text[start:].strip())
-    return [part for part in parts if part]
-
-
-def _element(element):
-    """(name, {option: value}) of a pipeline element `name{k=v k=v}` (nested pipelines have no options)."""
-    match = re.match(r"([\w.\-]+)\s*(?:\{(.*)\})?\s*\Z", element, re.S)
-    if not match:
-        return element.split("(", 1)[0].strip(), {}
-    values = {}
-    for word in _split(match.group(2) or "", " \t\n"):
-        key, _, value = word.partition("=")
-        values[key] = value.strip("\"'") if value[:1] in "\"'" else value
-    return match.group(1), values
-
-
 def _with_values(element, changes):
     """`element` (`name{k=v ...}`) with the options in `changes` set (a value with spaces is quoted)."""
-    name, values = _element(element)
+    name, values = passtext.element(element)
     values.update(changes)
     shown = " ".join(f"{key}={_quoted(value)}" for key, value in values.items())
     return f"{name}{{{shown}}}"
@@ -162,18 +139,31 @@ def _expanded(args):
     dumped = toolchain.file_fact(tool, "pipeline " + shlex.join(args), lambda: _dump_pipeline(tool, args)[0])
     if dumped is None:
         first = _dump_pipeline(tool, args)[1] or "no message"  # not kept: run again for its message
-        raise CompileError(f"mlir-opt cannot read the lowering pipeline: {first}",
-                           fix="give a pass pipeline mlir-opt 22 knows, e.g. "
-                               f"{hint('lowering', 'gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80}')}, or a RUN "
-                               "line's flags (-gpu-lower-to-nvvm-pipeline=\"...\")")
-    return tuple(_split(dumped, ","))
+        option = re.search(r"no such option (\S+)", first)
+        named = pipelinefixes.no_such_option(_given(args), option.group(1)) if option else None
+        raise named or _Unreadable(f"mlir-opt cannot read the lowering pipeline: {first}")
+    passtext.check_refused(dumped)  # also in what a named pipeline or an option's nested pipeline expands to
+    return tuple(passtext.split(dumped, ","))
+
+
+class _Unreadable(CompileError):
+    """mlir-opt cannot read the pipeline: expand() gives the fix, which fits the file's target."""
+
+
+def _given(args):
+    """(name, {option: value}) of every pass `args` (RUN-line flags, or one --pass-pipeline) names, in order."""
+    for word in args:
+        name, value = _FLAG.match(word).groups()
+        yield from (passtext.given(value or "") if name == "pass-pipeline" else
+                    [passtext.element(f"{name}{{{value}}}" if value else name)])
 
 
 def _dump_pipeline(tool, args):
     """(the elements of the pipeline mlir-opt runs for `args`, as one text; None where it cannot read them, with
     its first line of message)."""
-    argv = [tool, "--mlir-disable-threading", "-", "--dump-pass-pipeline", *args, "-o", "/dev/null"]
-    result = process.run(argv, "expanding the lowering pipeline", input=b"module {}\n")
+    argv = [tool, "--mlir-disable-threading", "-", "--dump-pass-pipeline", *args, "-o", os.devnull]
+    with tempfile.TemporaryDirectory(prefix="mlirgpu-pipeline-") as scratch:  # a pass's relative file lands here
+        result = process.run(argv, "expanding the lowering pipeline", input=b"module {}\n", cwd=scratch)
     text = result.stderr.decode("utf-8", "replace")
     start = text.find("builtin.module(")
     if result.returncode != 0 or start < 0:
@@ -183,17 +173,20 @@ def _dump_pipeline(tool, args):
 
 def _cut(elements):
     """The Pipeline of `elements`, cut at its (first) serialization."""
-    names = [_element(element)[0] for element in elements]
+    names = [passtext.element(element)[0] for element in elements]
     if SERIALIZE not in names:
         return Pipeline(tuple(elements))
     cut = names.index(SERIALIZE)
-    return Pipeline(tuple(elements[:cut]), _element(elements[cut])[1], tuple(elements[cut + 1 :]))
+    return Pipeline(tuple(elements[:cut]), passtext.element(elements[cut])[1], tuple(elements[cut + 1 :]))
 
 
 def expand(text, source=None):
     """The Pipeline `text` (any spelling `canonical` reads) stands for; raises a CompileError located in `source`."""
     try:
         return _expand(text)
+    except _Unreadable as exc:
+        exc.fix = pipelinefixes.example_fix(text, source)
+        raise exc.located(source) if source else exc
     except CompileError as exc:
         raise exc.located(source) if source else exc
 
@@ -204,6 +197,7 @@ def _expand(text):
     command line), about a millisecond each, while it reads the build."""
     stages = _stages(text)
     if stages is None:
+        passtext.check_pipeline(text)
         return _cut(_expanded((f"--pass-pipeline={anchored(text.strip())}",)))
     return _cut(tuple(element for stage in stages if stage for element in _expanded(tuple(stage))))
 
@@ -216,6 +210,7 @@ def apply(options, source=None):
         return options
     pipeline = expand(options.lowering, source)
     changes = {}
+    _check_chips(pipeline, options, source)
     attach = pipeline.attach()
     if attach:
         target, values, _index = attach
@@ -248,6 +243,22 @@ def apply(options, source=None):
     if not options.link_libs and binary.get("l"):
         changes["link_libs"] = tuple(lib for lib in binary["l"].split(",") if lib)
     return replace(options, **changes)
+
+
+def _check_chips(pipeline, options, source):
+    """Raise for the first attach pass whose chip its target does not know, naming that pass (the build's chip
+    replaces the first one's, see device_pipeline), before any module is lowered with it."""
+    attaches = list(pipeline.attaches())
+    for number, (target, values, _index) in enumerate(attaches):
+        chip = values.get("chip")
+        if not chip or (number == 0 and options.chip):
+            continue
+        try:
+            target.check_chip(chip)
+        except CompileError as exc:
+            which = f"attach pass {number + 1} of {len(attaches)}, " if len(attaches) > 1 else ""
+            raise CompileError(f"the lowering pipeline's {which}{target.attach_pass}{{chip={chip}}}: {exc.message}",
+                               file=source, fix=exc.fix and f"in that pass's chip=, {exc.fix}") from None
 
 
 def device_pipeline(pipeline, options):

@@ -182,6 +182,11 @@ class Target:
         text, when the lowering left it in place), or None for the general advice."""
         return None
 
+    def example_lowering(self):
+        """A `--lowering` for this target that mlir-opt 22 reads, for fixes about a pipeline it cannot read
+        [the built-in lowering at the default chip]."""
+        return self.lowering_pipeline([self.default_chip], "", self.default_opt_level)[len("builtin.module(") : -1]
+
     def default_build_chip(self, options, environment=None):
         """The chip target-neutral modules get when the build names none (documented per target)."""
         return self.default_chip

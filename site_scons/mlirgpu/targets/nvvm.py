@@ -56,6 +56,10 @@ class NVVM(Target):
     def conversion_pass(self, chips):
         return "convert-gpu-to-nvvm"
 
+    def example_lowering(self):
+        """Upstream's named pipeline, with a chip and PTX version that CUDA 12 and 13 take."""
+        return "gpu-lower-to-nvvm-pipeline{cubin-chip=sm_80 cubin-features=+ptx80}"
+
     def default_build_chip(self, options, environment=None):
         """The oldest chip the found ptxas accepts (sm_75 for CUDA 13); upstream's sm_50 without a toolkit."""
         root = self.toolkit(options, environment)
@@ -110,7 +114,7 @@ class NVVM(Target):
         opts = tokenize_cmd_options(options.opts)
         argv += [arg for arg in opts if arg != "-32"]  # upstream: `-32` is fatbinary's, every other is ptxas's
         argv += ptxas_cmd_options(job.attr)
-        commands = [(argv, "ptxas", _ptxas_fix(job.chip, ptxas))]
+        commands = [(argv, "ptxas", _ptxas_fix(job.chip, ptxas, job.attr.features))]
         if options.format == "fatbin":
             sm = _sm(job.chip)
             commands.append(([cuda.cuda_tool("fatbinary", toolkit), "-32" if "-32" in opts else "-64",
@@ -219,14 +223,26 @@ def ptxas_cmd_options(attr):
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
+_PTX_FOR_OLDER = 80  # a PTX version (8.0) that LLVM 22 and CUDA 12-13 take for every chip from sm_75 to sm_90a
+
+
 def _sm(chip):
     """`sm_90a` -> `90a`, the form fatbinary's `sm=` takes."""
     return chip.split("_", 1)[-1]
 
 
-def _ptxas_fix(chip, ptxas):
+def _ptxas_fix(chip, ptxas, features=""):
+    """The fix for a chip ptxas refuses: the oldest it takes, and with it a PTX version new enough for that chip
+    when the attribute's is older (gpu-lower-to-nvvm-pipeline's defaults, sm_50 and +ptx60, need both changed:
+    one message, not a second round trip for LLVM's "PTX version 6.0 does not support target")."""
     accepted = cuda.ptxas_chips(ptxas)
     if accepted and chip not in accepted:
+        ptx = re.search(r"\+ptx(\d+)", features or "")
+        if ptx and int(ptx.group(1)) < _PTX_FOR_OLDER and int(re.sub(r"\D", "", _sm(accepted[0])) or 0) < 100:
+            return (f"this ptxas does not take '{chip}', and {features} is too old for the chips it takes: use "
+                    f"{hint('chip', accepted[0])} {hint('features', f'+ptx{_PTX_FOR_OLDER}')} or newer (a target attribute's "
+                    "chip and features; gpu-lower-to-nvvm-pipeline's cubin-chip and cubin-features, whose defaults "
+                    "are sm_50 and +ptx60), or a CUDA toolkit that takes the chip")
         return (f"this ptxas does not take '{chip}': use {accepted[0]} or newer (in the target attribute, or "
                 f"{hint('chip')} for target-neutral code), or a CUDA toolkit that supports it")
     return f"check the chip and {hint('opts')} (-v shows the tool's output and a repro command)"
