@@ -64,7 +64,6 @@ class Server:
         self.runners = None  # Runners, once booted
         self.listener = None
         self.inode = None
-        self.view = requests.view()  # the files this server sees: a request is served only for a client that sees them
 
     # Start-up: one server per socket, whoever starts it (concurrent first use).
 
@@ -188,10 +187,10 @@ class Server:
         received = requests.receive(connection)
         if received is None:
             return None
-        data, fds, whole = received
+        data, fds, problem = received
         try:
-            if not whole:
-                reply(connection, {"kind": "error", "message": "request too large"})
+            if problem:
+                reply(connection, {"kind": "error", "message": problem})
                 return None
             return self._answer(connection, pid, data, fds)
         finally:
@@ -204,6 +203,8 @@ class Server:
             request = requests.parse(data)
             kind = request["kind"]
         except (ValueError, KeyError, TypeError):
+            kind = None
+        if not isinstance(kind, str):
             reply(connection, {"kind": "error", "message": "not a request"})
             return None
         if kind == "status":
@@ -216,10 +217,11 @@ class Server:
         if kind == "stop":
             reply(connection, {"kind": "stopped", "pid": os.getpid()})
             return "stop"
-        if kind in ("run", "zygote", "tool") and (self.view is None or requests.view(pid) != self.view):
-            # Another mount namespace or root: the files the client names are not the ones here.
+        seen = requests.sees_these_files(pid) if kind in ("run", "zygote", "tool") else True
+        if not seen:
+            # Another root, or other mounts: the files the client names are not the ones here.
             self.served["refused"] += 1
-            reply(connection, requests.elsewhere(kind, self.view is not None))
+            reply(connection, requests.elsewhere(kind, seen is not None))
             return None
         if kind == "tool":
             if self.tools.hand_over(connection, request):
@@ -228,9 +230,14 @@ class Server:
         if kind not in ("run", "zygote"):
             reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
             return None
-        if request.get("fingerprint") != self.fingerprint:
+        fingerprint = request.get("fingerprint")
+        if isinstance(fingerprint, str) and fingerprint != self.fingerprint:
             return self._replaced(connection)  # the client starts a server of its own version
-        problem = requests.run_problem(request, fds) if kind == "run" else None
+        problem = "not a request" if not isinstance(fingerprint, str) else \
+            requests.run_problem(request, fds) if kind == "run" else None
+        if not problem and kind == "run" and not process.well_formed_limits(request.get("limits")):
+            # A native launcher built before limits were sent: told so, it becomes the Python client.
+            problem = "a run request carries the client's limits"
         if problem:
             reply(connection, {"kind": "error", "message": problem})
             return None
@@ -242,7 +249,7 @@ class Server:
             return self._replaced(connection)
         self.served[kind] += 1
         if kind == "run":
-            if not self.runners.start(connection, data, fds):
+            if not self.runners.start(connection, data):
                 return None
             self._warm(request.get("env") or {})
             return "running"
