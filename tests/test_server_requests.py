@@ -71,7 +71,8 @@ def test_malformed_requests_are_answered_and_the_server_serves_on(tmp_path, serv
                 dict(good, argv=["list-outputs", "a\0b"]), dict(good, limits={"FSIZE": "none"}),
                 dict(good, kind=["run"]), {"kind": "zygote"}, {"kind": "zygote", "fingerprint": []}]
     frames = [json.dumps(request).encode() for request in requests]
-    frames += [json.dumps(good).encode()[:60], b"\xff\xfe not JSON", b"[1, 2]", b'"run"', b""]
+    frames += [json.dumps(good).encode()[:60], b"\xff\xfe not JSON", b"[1, 2]", b'"run"', b"",
+               b'{"attached": 10, "kind": "run"}', b'{"attached": ' + b"[" * 100000]
     for data in frames:
         for fds in ((), (0, 1, 2)):
             answer = _ask(path, data, fds)

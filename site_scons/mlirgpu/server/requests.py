@@ -41,8 +41,8 @@ def receive(connection):
         return data, fds, "request too large"
     try:
         data, fds = rendezvous.unpack(data, fds)
-    except (OSError, ValueError, AttributeError) as exc:
-        return data, fds[:-1], f"the attached request cannot be read ({exc})"
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return data, fds[:-1], "the attached request cannot be read"
     return data, fds, None
 
 

@@ -5,9 +5,10 @@ runs a server, which clients start on first use). This module starts it and serv
 A request is one message on the server's Unix socket (SOCK_SEQPACKET, in a folder only its user may enter; the
 peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.server.requests says):
 
-    run       argv, folder, environment, umask and resource limits of a `mlirgpu compile|list-outputs`, with
-              the client's stdin, stdout and stderr (SCM_RIGHTS); a server whose hard limits are below the
-              client's soft ones (it was started under a lower `ulimit`) answers `replaced` and exits. An
+    run       argv, folder, environment, umask and resource limits of a `mlirgpu compile|list-outputs` (no
+              descriptor: the client passes its stdin, stdout and stderr to the runner alone, on the socket the
+              `started` answer carries); a server whose hard limits are below the client's soft ones (it was
+              started under a lower `ulimit`) answers `replaced` and exits. An
               idle runner (mlirgpu.server.runner_pool: warm processes forked from the server, each with its LLVM
               worker, that run commands one after another) runs `mlirgpu.frontends.cli` in the client's folder,
               environment, umask and limits, writing to the client's own streams. The server answers `started`,
@@ -23,7 +24,9 @@ peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.se
     stop      the server exits (after answering).
 
 A `run` or `zygote` request carries the client's fingerprint (mlirgpu.execution.rendezvous): a server of another one
-answers `replaced` and exits, so an upgraded or edited installation is never served by old code. The server
+answers `replaced` and exits, so an upgraded or edited installation is never served by old code; any other
+request it cannot serve (no fingerprint, a field missing or of another type) is answered with an error, and the
+server serves on. A request larger than a socket's message comes in a memfd (rendezvous.send). The server
 exits when idle for `$MLIRGPU_SERVER_IDLE` seconds, or when its socket is removed or taken by another server.
 Its own messages (and LLVM's) go to `server.log` in its folder.
 """
