@@ -6,9 +6,9 @@
    resource limits to the server (a request larger than a socket's message in a memfd, as
    mlirgpu.execution.rendezvous.send does), passes its own stdin, stdout and stderr (/dev/null for one that is
    closed) to the runner that took it, on the socket the server's `started` answer carries (so a stopped server
-   never holds them), and exits with the command's exit code. For everything else it becomes the Python client, which then behaves as
-   always (it starts a server, replaces a stale one, runs other commands, falls back to an in-process compile
-   with its warning):
+   never holds them), and exits with the command's exit code. For everything else it becomes the Python client,
+   which then behaves as always (it starts a server, replaces a stale one, runs other commands, falls back to an
+   in-process compile with its warning):
    - a command other than `compile` and `list-outputs`, or one asking for help; MLIRGPU_SERVER=off;
    - no server folder of this user closed to others, or no server card there, or a card whose fingerprint inputs
      (the package's Python files and llvmlite's library, by name, size and time) differ from the files now: the
