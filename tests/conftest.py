@@ -123,8 +123,8 @@ TIERS = {
                  "test_library_identity", "test_many_modules"),
     "robustness": ("test_hostile_input", "test_reliability", "test_stress", "test_trust", "test_missing_tools",
                    "test_llvm_ownership"),
-    "service": ("test_service", "test_server_trust", "test_server_limits", "test_launcher", "test_forkserver",
-                "test_workers"),
+    "service": ("test_service", "test_server_trust", "test_server_limits", "test_server_requests", "test_launcher",
+                "test_forkserver", "test_workers"),
     "fleet": ("test_remote_cache", "test_distributed", "test_stage_cache"),
     "gpu": ("test_gpu_run",),
 }

@@ -31,6 +31,12 @@ DEFAULT_IDLE = 600
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86400.0
 MAX_REQUEST = 1 << 20  # the largest request a server takes (bytes of JSON)
+# A message of a Unix socket is bounded by its send buffer (about 200 KiB), a request's environment is not: a
+# request larger than INLINE_REQUEST travels in a memfd passed after its descriptors, named by a short message
+# that starts with ATTACHED (its size, then the request's kind and fingerprint, which a server of another
+# version reads: it is replaced, as for any request).
+INLINE_REQUEST = 1 << 16
+ATTACHED = b'{"attached": '
 
 
 class Unavailable(Exception):
@@ -201,10 +207,25 @@ def reach(operation, path):
 
 def receive(connection):
     """The server's next message (JSON); ConnectionError when it closed the connection."""
-    data = connection.recv(1 << 16)
+    return receive_passing(connection)[0]
+
+
+def receive_passing(connection):
+    """The server's next message (JSON) and the descriptors it carries (none but a `started` one's: the
+    socket of the runner that takes the client's streams, mlirgpu.server.client)."""
+    data, ancillary, _flags, _address = connection.recvmsg(1 << 16, _socket.CMSG_SPACE(4), _socket.MSG_CMSG_CLOEXEC)
+    fds = [fd for level, kind, payload in ancillary if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+           for fd in struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])]
     if not data:
+        for fd in fds:
+            os.close(fd)
         raise ConnectionError("the server closed the connection")
-    return decode(data)
+    try:
+        return decode(data), fds
+    except ValueError:
+        for fd in fds:
+            os.close(fd)
+        raise
 
 
 def encode(value):
@@ -282,8 +303,49 @@ def request(connection, message, fds=()):
     data = encode(message)
     if len(data) > MAX_REQUEST:
         raise ValueError("the request is larger than a server takes")
-    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
-    connection.sendmsg([data], ancillary)
+    send(connection, data, fds, {key: message[key] for key in ("kind", "fingerprint") if key in message})
+
+
+def send(connection, data, fds=(), header=None):
+    """Send the JSON `data` with the descriptors `fds`: as one message, or beyond INLINE_REQUEST bytes as an
+    ATTACHED message (with `header`'s items) and `data` in a memfd passed after `fds` (`unpack` reads it)."""
+    attached = None
+    try:
+        if len(data) > INLINE_REQUEST:
+            attached = os.memfd_create("mlirgpu-request", os.MFD_CLOEXEC)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(attached, view):]
+            data = encode({"attached": len(data), **(header or {})})
+            fds = (*fds, attached)
+        ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
+        connection.sendmsg([data], ancillary)
+    finally:
+        if attached is not None:
+            os.close(attached)
+
+
+def unpack(data, fds):
+    """(JSON, descriptors) of a message `send` sent with `data` and `fds`: an ATTACHED one's JSON is read from its
+    memfd (the last descriptor, closed here); ValueError if that is no file of the size it names, up to
+    MAX_REQUEST."""
+    if not data.startswith(ATTACHED):
+        return data, fds
+    if not fds:
+        raise ValueError("an attached request without its file")
+    body, fds = fds[-1], fds[:-1]
+    try:
+        size = decode(data).get("attached")
+        info = os.fstat(body)
+        if type(size) is not int or not 0 <= size <= MAX_REQUEST or not stat.S_ISREG(info.st_mode) \
+                or info.st_size != size:
+            raise ValueError("an attached request of another size")
+        data = os.pread(body, size, 0)
+        if len(data) != size:
+            raise ValueError("an attached request of another size")
+    finally:
+        os.close(body)
+    return data, fds
 
 
 def server_command(action):

@@ -1,10 +1,12 @@
 """The `mlirgpu` command: a thin client of the compile server (mlirgpu.server.service) for `compile` and `list-outputs`,
 the full command line (mlirgpu.frontends.cli) for everything else and whenever no server can serve.
 
-A client imports nothing heavy. It sends its arguments, folder, environment, umask, resource limits and its own
-stdin, stdout and stderr (/dev/null for one that is closed) to the server of this installation (starting one on
-first use), and exits with the command's exit code: the outputs, messages and exit codes are those of
-`MLIRGPU_SERVER=off`, which runs the command in this process.
+A client imports nothing heavy. It sends its arguments, folder, environment, umask and resource limits to the
+server of this installation (starting one on first use); once the server handed the command to a runner, it
+passes its own stdin, stdout and stderr (/dev/null for one that is closed) to that runner alone (a socket the
+server's answer carries), so a server that is stopped or hangs never holds them; it exits with the command's
+exit code: the outputs, messages and exit codes are those of `MLIRGPU_SERVER=off`, which runs the command in
+this process.
 A server that does not start, does not answer within `$MLIRGPU_SERVER_TIMEOUT` seconds (default 10), dies
 before the command ended, or answers something else, costs one warning line and an in-process compile.
 
@@ -12,8 +14,10 @@ before the command ended, or answers something else, costs one warning line and 
 `mlirgpu --launcher` prints the native launcher of this installation and `mlirgpu --install-launcher [PATH]`
 installs it (mlirgpu.server.launcher).
 """
+import _socket  # not `socket`, whose imports cost a client milliseconds
 import os
 import resource
+import struct
 import sys
 import time
 
@@ -43,18 +47,23 @@ def run_remote(argv):
         connection = rendezvous.connect(path) or rendezvous.start_server(directory)
         if connection is None:
             break
+        runner_socket = None
         try:
-            rendezvous.request(connection, message, (0, 1, 2))
-            reply = rendezvous.receive(connection)
+            rendezvous.request(connection, message)
+            reply, passed = rendezvous.receive_passing(connection)
+            runner_socket = passed[0] if len(passed) == 1 else None
+            for fd in passed[1:]:
+                os.close(fd)
             if reply.get("kind") == "replaced":  # a server of another version, now gone: start ours
                 time.sleep(0.05)
                 continue
             if reply.get("kind") == "elsewhere":  # it would not see the files this process sees
                 _warn(f"the compile server is not used: {reply.get('message')}; compiling in this process")
                 return None
-            if reply.get("kind") != "started":
+            if reply.get("kind") != "started" or runner_socket is None:
                 why = f"it answered {reply.get('message') or reply.get('kind')!r}"
                 break
+            _pass_streams(runner_socket)
             return _wait_for_exit(connection, reply["pid"] if _sees_server(connection) else None)
         except KeyboardInterrupt:
             return 130  # the connection closes: the server stops the command
@@ -62,9 +71,20 @@ def run_remote(argv):
             why = str(exc) or type(exc).__name__
             break
         finally:
+            if runner_socket is not None:
+                os.close(runner_socket)
             connection.close()
     _warn(f"the compile server failed ({why}); compiling in this process")
     return None
+
+
+def _pass_streams(fd):
+    """Pass this process's stdin, stdout and stderr to the runner that took the command, on its socket `fd`."""
+    runner = _socket.socket(fileno=os.dup(fd))
+    try:
+        runner.sendmsg([b"streams"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("3i", 0, 1, 2))])
+    finally:
+        runner.close()
 
 
 def _sees_server(connection):
@@ -90,10 +110,10 @@ def _wait_for_exit(connection, runner):
                 raise ConnectionError("the server's process for this compile ended without an answer") from None
             continue
         if reply.get("kind") == "exit":
+            if reply.get("signal"):  # its runner was killed: a bug of ours, said as the command would say it
+                sys.stderr.write(f"mlirgpu: error: internal error: the compile ended by signal {reply['signal']} "
+                                 "(fix: please report it; MLIRGPU_SERVER=off compiles without the server)\n")
             return int(reply["code"])
-        if reply.get("kind") == "started":  # handed to another runner (the first one had just ended)
-            runner = reply["pid"] if runner is not None else None
-            continue
         raise ValueError(f"unexpected answer {reply.get('kind')!r}")
 
 

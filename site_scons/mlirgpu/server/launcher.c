@@ -2,11 +2,13 @@
 
    A Python client costs every command Python's start-up (10 of its 14 ms of CPU), which a build running one
    `mlirgpu compile` per source pays per source. This program does what the Python client (mlirgpu.server.client) does
-   when a compile server of this installation runs: it sends the command line, folder, environment, umask,
-   resource limits and its own stdin, stdout and stderr (/dev/null for one that is closed) to the server, and
-   exits with the command's exit code. For everything else it becomes the Python client, which then behaves as
-   always (it starts a server, replaces a stale one, runs other commands, falls back to an in-process compile
-   with its warning):
+   when a compile server of this installation runs: it sends the command line, folder, environment, umask and
+   resource limits to the server (a request larger than a socket's message in a memfd, as
+   mlirgpu.execution.rendezvous.send does), passes its own stdin, stdout and stderr (/dev/null for one that is
+   closed) to the runner that took it, on the socket the server's `started` answer carries (so a stopped server
+   never holds them), and exits with the command's exit code. For everything else it becomes the Python client,
+   which then behaves as always (it starts a server, replaces a stale one, runs other commands, falls back to an
+   in-process compile with its warning):
    - a command other than `compile` and `list-outputs`, or one asking for help; MLIRGPU_SERVER=off;
    - no server folder of this user closed to others, or no server card there, or a card whose fingerprint inputs
      (the package's Python files and llvmlite's library, by name, size and time) differ from the files now: the
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,7 +45,7 @@
 
 extern char **environ;
 
-enum { MAX_REQUEST = 1 << 20, MAX_CARD = 1 << 16, MAX_PY_FILES = 512 };
+enum { MAX_REQUEST = 1 << 20, INLINE_REQUEST = 1 << 16, MAX_CARD = 1 << 16, MAX_PY_FILES = 512 };
 
 static char **arguments;
 static int argument_count;
@@ -334,12 +337,31 @@ static int reply_number(const char *reply, const char *key, long *out) {
 }
 
 /* The server's next reply (NUL-terminated in `buffer`): its length, 0 when the server closed the connection, -1
-   when none came within the socket's time limit. */
-static ssize_t receive(int connection, char *buffer, size_t size) {
+   when none came within the socket's time limit. `*passed`: the descriptor it carries, else -1 (more than one
+   are closed). */
+static ssize_t receive(int connection, char *buffer, size_t size, int *passed) {
+    *passed = -1;
     for (;;) {
-        ssize_t got = recv(connection, buffer, size - 1, 0);
+        char control[CMSG_SPACE(2 * sizeof(int))];
+        struct iovec data = {buffer, size - 1};
+        struct msghdr message = {.msg_iov = &data, .msg_iovlen = 1, .msg_control = control,
+                                 .msg_controllen = sizeof control};
+        ssize_t got = recvmsg(connection, &message, MSG_CMSG_CLOEXEC);
         if (got >= 0) {
             buffer[got] = 0;
+            for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+                if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS)
+                    continue;
+                size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < count; i++) {
+                    int fd;
+                    memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+                    if (*passed < 0 && count == 1)
+                        *passed = fd;
+                    else
+                        close(fd);
+                }
+            }
             return got;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -347,6 +369,55 @@ static ssize_t receive(int connection, char *buffer, size_t size) {
         if (errno != EINTR)
             return 0;
     }
+}
+
+/* Send `size` bytes of `data` with the descriptors `fds` as one message; whether it went. */
+static int send_with(int connection, const char *data, size_t size, const int *fds, int count) {
+    char control[CMSG_SPACE(4 * sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec part = {(void *)data, size};
+    struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1};
+    if (count) {
+        message.msg_control = control;
+        message.msg_controllen = CMSG_SPACE((size_t)count * sizeof(int));
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN((size_t)count * sizeof(int));
+        memcpy(CMSG_DATA(header), fds, (size_t)count * sizeof(int));
+    }
+    ssize_t sent;
+    do
+        sent = sendmsg(connection, &message, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    return sent == (ssize_t)size; /* a message is sent whole or not at all */
+}
+
+/* Send the request: as one message, or beyond INLINE_REQUEST bytes in a memfd named by an attached message
+   (mlirgpu.execution.rendezvous.send: its size, kind and fingerprint); whether it went. */
+static int send_request(int connection, const struct text *request, const char *fingerprint) {
+    if (request->size <= INLINE_REQUEST)
+        return send_with(connection, request->data, request->size, NULL, 0);
+    int body = memfd_create("mlirgpu-request", MFD_CLOEXEC);
+    if (body < 0)
+        return 0;
+    size_t written = 0;
+    while (written < request->size) {
+        ssize_t done = write(body, request->data + written, request->size - written);
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done <= 0) {
+            close(body);
+            return 0;
+        }
+        written += (size_t)done;
+    }
+    char header[160];
+    int length = snprintf(header, sizeof header, "{\"attached\": %zu, \"kind\": \"run\", \"fingerprint\": \"%s\"}",
+                          request->size, fingerprint);
+    int sent = length > 0 && (size_t)length < sizeof header && send_with(connection, header, (size_t)length, &body, 1);
+    close(body);
+    return sent;
 }
 
 static void time_limit(int connection, double seconds) {
@@ -396,35 +467,30 @@ int main(int argc, char **argv) {
         getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &server, &server_size) != 0 || server.uid != getuid())
         become_python(); /* another user's socket (planted while the folder was open) is sent nothing */
 
-    int streams[3] = {0, 1, 2};
-    char control[CMSG_SPACE(sizeof streams)];
-    memset(control, 0, sizeof control);
-    struct iovec data = {request.data, request.size};
-    struct msghdr message = {.msg_iov = &data, .msg_iovlen = 1, .msg_control = control,
-                             .msg_controllen = sizeof control};
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof streams);
-    memcpy(CMSG_DATA(header), streams, sizeof streams);
-    ssize_t sent;
-    do
-        sent = sendmsg(connection, &message, MSG_NOSIGNAL);
-    while (sent < 0 && errno == EINTR);
-    if (sent != (ssize_t)request.size)
-        become_python(); /* nothing was taken: a message is sent whole or not at all */
+    if (!send_request(connection, &request, fingerprint))
+        become_python(); /* nothing was taken */
 
     char reply[1 << 16], kind[32];
     long runner = 0;
-    if (receive(connection, reply, sizeof reply) <= 0 || !reply_string(reply, "kind", kind, sizeof kind) ||
-        strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &runner))
+    int runner_socket = -1;
+    if (receive(connection, reply, sizeof reply, &runner_socket) <= 0 ||
+        !reply_string(reply, "kind", kind, sizeof kind) || strcmp(kind, "started") != 0 ||
+        !reply_number(reply, "pid", &runner) || runner_socket < 0)
         become_python();
+    static const int streams[3] = {0, 1, 2};
+    int passed = send_with(runner_socket, "streams", 7, streams, 3);
+    close(runner_socket);
+    if (!passed)
+        become_python(); /* the runner ended before it took them: nothing has run */
     time_limit(connection, 1.0); /* then, each second without an answer, whether the runner still lives */
     if (server.pid == 0)
         runner = 0; /* in a pid namespace of its own, this process cannot see the runner: its end closes the
                        connection (the server, or the runner itself, answers) */
     for (;;) {
-        ssize_t got = receive(connection, reply, sizeof reply);
+        int stray;
+        ssize_t got = receive(connection, reply, sizeof reply, &stray);
+        if (stray >= 0)
+            close(stray);
         if (got == 0)
             become_python(); /* the server went away before the command ended */
         if (got < 0) {
@@ -432,14 +498,13 @@ int main(int argc, char **argv) {
                 become_python();
             continue;
         }
-        long code;
-        if (!reply_string(reply, "kind", kind, sizeof kind))
+        long code, killed;
+        if (!reply_string(reply, "kind", kind, sizeof kind) || strcmp(kind, "exit") != 0 ||
+            !reply_number(reply, "code", &code))
             become_python();
-        if (strcmp(kind, "exit") == 0 && reply_number(reply, "code", &code))
-            _exit((int)code);
-        long next;
-        if (strcmp(kind, "started") != 0 || !reply_number(reply, "pid", &next))
-            become_python(); /* "started" again: handed to another runner (the first one had just ended) */
-        runner = runner ? next : 0;
+        if (reply_number(reply, "signal", &killed)) /* its runner was killed: as mlirgpu.server.client says it */
+            fprintf(stderr, "mlirgpu: error: internal error: the compile ended by signal %ld (fix: please report it; "
+                            "MLIRGPU_SERVER=off compiles without the server)\n", killed);
+        _exit((int)code);
     }
 }

@@ -11,11 +11,13 @@ or is the runner's RUNNER_COMMANDS-th, is the runner's last, and the server fork
 Per command, the LLVM worker gets a scratch folder in the command's temporary folder (removed at its end) and an
 empty LLVM log, which lives in the server's folder (a crash's message is that command's own).
 
-The server and a runner share one SOCK_SEQPACKET pair: the server sends a `run` request as the client sent it,
-with the client's stdin, stdout, stderr and connection (SCM_RIGHTS). Once the command's outputs are written and
-its copies of the client's streams closed (a build tool waits for them), the runner answers the client itself
-(`exit` and the code: a compile outlives a server killed meanwhile), after telling the server whether it
-retires.
+The server and a runner share one SOCK_SEQPACKET pair: the server sends a `run` request as the client sent it
+(mlirgpu.execution.rendezvous.send), with the runner's end of a socket pair made for the command and the client's
+connection (SCM_RIGHTS); the client passes its stdin, stdout and stderr on the other end (mlirgpu.server.client).
+Once the command's outputs are written and its copies of the client's streams closed (a build tool waits for
+them), the runner answers the client itself (`exit` and the code: a compile outlives a server killed
+meanwhile), after telling the server whether it retires. A reader that closed the command's stdout or stderr
+ends the command as SIGPIPE ends a Unix filter: at once, without a message, exit code 141.
 A runner ends when the server closes the channel, or after its command if the server is gone; while a command
 runs, its client going away with no server left to stop the command ends the runner at once (`_on_io`).
 """
@@ -49,16 +51,18 @@ def serve(channel, offer):
     signal.signal(signal.SIGIO, _on_io)
     for served in range(1, RUNNER_COMMANDS + 1):
         try:
-            data, ancillary, _flags, _address = channel.recvmsg(rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(4 * 4),
+            data, ancillary, _flags, _address = channel.recvmsg(rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(3 * 4),
                                                                 _socket.MSG_CMSG_CLOEXEC)
-        except OSError:
+            data, fds = rendezvous.unpack(data, passed_fds(ancillary))
+        except (OSError, ValueError):
             break
-        fds = passed_fds(ancillary)
-        if not data or len(fds) != 4:  # the server closed the channel: it is ending, or has runners enough
+        if not data or len(fds) != 2:  # the server closed the channel: it is ending, or has runners enough
             break
-        _watch([fds[3], channel.fileno()])
+        streams_socket, client_fd = fds
+        _watch([client_fd, channel.fileno()])
         try:
-            code, clean = run_command(fds[:3], json.loads(data))
+            streams = _streams(streams_socket)
+            code, clean = run_command(streams, json.loads(data)) if streams else (None, True)
         finally:
             _unwatch()
         retire = not clean or served == RUNNER_COMMANDS or threading.active_count() > 1
@@ -66,12 +70,30 @@ def serve(channel, offer):
             channel.send(json.dumps({"retire": retire}).encode())
         except OSError:
             retire = True  # the server is gone: this command was the last
-        with _socket.socket(fileno=fds[3]) as client, contextlib.suppress(OSError):
-            client.send(json.dumps({"kind": "exit", "code": code}).encode())
+        with _socket.socket(fileno=client_fd) as client, contextlib.suppress(OSError):
+            if code is not None:
+                client.send(json.dumps({"kind": "exit", "code": code}).encode())
         if retire:
             break
     compiles.shutdown(wait=False)  # its worker's log and scratch folder go with it
     os._exit(0)
+
+
+def _streams(fd):
+    """The client's stdin, stdout and stderr, which it passes on the socket `fd` (closed here); None if it went
+    away first."""
+    with _socket.socket(fileno=fd) as streams_socket:
+        try:
+            _data, ancillary, _flags, _address = streams_socket.recvmsg(16, _socket.CMSG_SPACE(3 * 4),
+                                                                        _socket.MSG_CMSG_CLOEXEC)
+        except OSError:
+            return None
+    fds = passed_fds(ancillary)
+    if len(fds) == 3:
+        return fds
+    for passed in fds:
+        os.close(passed)
+    return None
 
 
 _watched = []  # while a command runs: its client's connection and the server's channel
@@ -108,6 +130,30 @@ def _closed(fd):
     return bool(poller.poll(0))
 
 
+class _ReaderGone(BaseException):
+    """The reader of the command's stdout or stderr closed it (EPIPE): the command ends at once, as SIGPIPE ends
+    a Unix filter, past any error boundary of the command (which would say something)."""
+
+
+SIGPIPE_CODE = 128 + signal.SIGPIPE  # what a shell reads for a filter that SIGPIPE ended
+
+
+class _ClientStream(io.FileIO):
+    """One of the client's stdout and stderr: a write its reader is gone for ends the command (_ReaderGone); what
+    is written after that (a flush as the command unwinds) goes nowhere."""
+
+    gone = False
+
+    def write(self, data):
+        if self.gone:
+            return len(data)
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            self.gone = True
+            raise _ReaderGone from None
+
+
 class _WatchedStderr(io.TextIOWrapper):
     """The client's stderr, remembering whether the command wrote to it."""
 
@@ -128,8 +174,9 @@ def run_command(fds, request):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # nothing read ahead before
-    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding="utf-8", closefd=False)
-    sys.stderr = stderr = _WatchedStderr(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClientStream(1, "w", closefd=False)), encoding="utf-8",
+                                  line_buffering=os.isatty(1))
+    sys.stderr = stderr = _WatchedStderr(_ClientStream(2, "w", closefd=False), encoding="utf-8",
                                          errors="backslashreplace", line_buffering=True, write_through=True)
     code = 1
     try:
@@ -143,6 +190,8 @@ def run_command(fds, request):
                     sys.stderr.flush()
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
+    except _ReaderGone:
+        code = SIGPIPE_CODE
     except BaseException:  # noqa: BLE001 - a bug of ours before the command's own error boundary
         import traceback
 

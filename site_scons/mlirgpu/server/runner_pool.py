@@ -1,16 +1,18 @@
 """The runners a compile server (mlirgpu.server.service) keeps: processes forked from it (mlirgpu.server.runner)
 that run its clients' commands one after another. The server keeps one idle for the next command, hands each
 `run` request to an idle one with the client's streams and connection (the runner answers the client itself),
-kills a runner whose client went away, and answers the client for a runner that died.
+kills a runner whose client went away, and answers the client for a runner that died. The server never holds
+a client's streams: the runner takes them from the client itself, on a socket pair made for the command (one end
+to the runner with the request, the other to the client with the `started` answer), so a server stopped or hung
+before, while or after it hands a command over keeps no build tool reading them waiting.
 """
 import contextlib
-import errno
 import json
 import os
 import signal
 import socket as _socket
-import struct
 
+from ..execution import rendezvous
 from . import runner
 from .requests import reply
 
@@ -64,24 +66,25 @@ class Runners:
         self.items.append(item)
         return item
 
-    def start(self, connection, data, fds):
-        """Hand the command (the request `data`, the client's streams `fds`) to an idle runner, forking one if
-        none is; whether one took it (else the client is told, and compiles itself)."""
+    def start(self, connection, data):
+        """Hand the command (the request `data`) to an idle runner, forking one if none is; whether one took it
+        (else the client is told, and compiles itself)."""
         for _attempt in range(2):
-            item = next((item for item in self.items if item.run is None), None) or \
-                self.new(also_close=[connection, *fds])
+            item = next((item for item in self.items if item.run is None), None) or self.new(also_close=[connection])
             if item is None:
                 break
-            reply(connection, {"kind": "started", "pid": item.pid})
+            runners_end, clients_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
             try:
-                item.channel.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                               struct.pack("4i", *fds, connection.fileno()))])
-            except OSError as exc:
-                if exc.errno == errno.EMSGSIZE:  # larger than a socket pair carries: the client compiles itself
-                    break
+                rendezvous.send(item.channel, data, [runners_end.fileno(), connection.fileno()])
+            except OSError:
+                clients_end.close()
                 self.end(item, kill=True)  # it has just ended
                 continue
-            item.run = _Run(connection, os.dup(fds[2]))
+            finally:
+                runners_end.close()
+            with clients_end:
+                reply(connection, {"kind": "started", "pid": item.pid}, clients_end.fileno())
+            item.run = _Run(connection)
             return True
         reply(connection, {"kind": "error", "message": "no runner could be started"})
         return False
@@ -115,7 +118,7 @@ class Runners:
         if retire is None:
             status = self.end(item, kill=True)
             if run is not None:
-                run.finish(_died(run.stderr, status))
+                run.finish(_died(status))
             return
         if run is not None:
             run.finish(None)
@@ -146,7 +149,7 @@ class Runners:
 
     def close(self):
         """The server ends: each runner ends once it is done, and a command in flight goes on and answers its
-        client (this server's copies of the client's connection and stderr are the runner's now)."""
+        client (this server's copy of the client's connection is the runner's now)."""
         for item in list(self.items):
             if item.run is not None:
                 item.run.forget()
@@ -172,34 +175,24 @@ class _Runner:
 
 
 class _Run:
-    """A running command's client: its connection, and a copy of its stderr (for the message if the runner
-    dies; the command's own copies are the runner's)."""
+    """A running command's client: its connection."""
 
-    def __init__(self, connection, stderr):
+    def __init__(self, connection):
         self.connection = connection
-        self.stderr = stderr
 
-    def finish(self, code):
-        """Answer the client with the exit code (None: it was answered, or went away) and let it go."""
-        with contextlib.suppress(OSError):
-            os.close(self.stderr)
-        if code is not None:
-            reply(self.connection, {"kind": "exit", "code": code})
+    def finish(self, answer):
+        """Answer the client (None: it was answered, or went away) and let it go."""
+        if answer is not None:
+            reply(self.connection, answer)
         self.connection.close()
 
     def forget(self):
-        """In a forked child: close this process's copies without a word to the client."""
-        with contextlib.suppress(OSError):
-            os.close(self.stderr)
+        """In a forked child: close this process's copy without a word to the client."""
         self.connection.close()
 
 
-def _died(stderr, status):
-    """The exit code of a command whose runner ended without answering; a runner killed by a signal is a bug of
-    ours, said on the client's stderr as the command would have said it."""
+def _died(status):
+    """The answer for a command whose runner ended without answering: exit code 1; a runner killed by a signal
+    is a bug of ours, which the client says as the command would have said it (the signal is in the answer)."""
     code = os.waitstatus_to_exitcode(status) if status is not None else 1
-    if code < 0:
-        with contextlib.suppress(OSError):
-            os.write(stderr, f"mlirgpu: error: internal error: the compile ended by signal {-code} "
-                             "(fix: please report it; MLIRGPU_SERVER=off compiles without the server)\n".encode())
-    return 1
+    return {"kind": "exit", "code": 1, **({"signal": -code} if code < 0 else {})}

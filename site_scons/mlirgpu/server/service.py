@@ -5,9 +5,10 @@ runs a server, which clients start on first use). This module starts it and serv
 A request is one message on the server's Unix socket (SOCK_SEQPACKET, in a folder only its user may enter; the
 peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.server.requests says):
 
-    run       argv, folder, environment, umask and resource limits of a `mlirgpu compile|list-outputs`, with
-              the client's stdin, stdout and stderr (SCM_RIGHTS); a server whose hard limits are below the
-              client's soft ones (it was started under a lower `ulimit`) answers `replaced` and exits. An
+    run       argv, folder, environment, umask and resource limits of a `mlirgpu compile|list-outputs` (no
+              descriptor: the client passes its stdin, stdout and stderr to the runner alone, on the socket the
+              `started` answer carries); a server whose hard limits are below the client's soft ones (it was
+              started under a lower `ulimit`) answers `replaced` and exits. An
               idle runner (mlirgpu.server.runner_pool: warm processes forked from the server, each with its LLVM
               worker, that run commands one after another) runs `mlirgpu.frontends.cli` in the client's folder,
               environment, umask and limits, writing to the client's own streams. The server answers `started`,
@@ -23,7 +24,9 @@ peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.se
     stop      the server exits (after answering).
 
 A `run` or `zygote` request carries the client's fingerprint (mlirgpu.execution.rendezvous): a server of another one
-answers `replaced` and exits, so an upgraded or edited installation is never served by old code. The server
+answers `replaced` and exits, so an upgraded or edited installation is never served by old code; any other
+request it cannot serve (no fingerprint, a field missing or of another type) is answered with an error, and the
+server serves on. A request larger than a socket's message comes in a memfd (rendezvous.send). The server
 exits when idle for `$MLIRGPU_SERVER_IDLE` seconds, or when its socket is removed or taken by another server.
 Its own messages (and LLVM's) go to `server.log` in its folder.
 """
@@ -64,7 +67,6 @@ class Server:
         self.runners = None  # Runners, once booted
         self.listener = None
         self.inode = None
-        self.view = requests.view()  # the files this server sees: a request is served only for a client that sees them
 
     # Start-up: one server per socket, whoever starts it (concurrent first use).
 
@@ -188,10 +190,10 @@ class Server:
         received = requests.receive(connection)
         if received is None:
             return None
-        data, fds, whole = received
+        data, fds, problem = received
         try:
-            if not whole:
-                reply(connection, {"kind": "error", "message": "request too large"})
+            if problem:
+                reply(connection, {"kind": "error", "message": problem})
                 return None
             return self._answer(connection, pid, data, fds)
         finally:
@@ -204,6 +206,8 @@ class Server:
             request = requests.parse(data)
             kind = request["kind"]
         except (ValueError, KeyError, TypeError):
+            kind = None
+        if not isinstance(kind, str):
             reply(connection, {"kind": "error", "message": "not a request"})
             return None
         if kind == "status":
@@ -216,10 +220,11 @@ class Server:
         if kind == "stop":
             reply(connection, {"kind": "stopped", "pid": os.getpid()})
             return "stop"
-        if kind in ("run", "zygote", "tool") and (self.view is None or requests.view(pid) != self.view):
-            # Another mount namespace or root: the files the client names are not the ones here.
+        seen = requests.sees_these_files(pid) if kind in ("run", "zygote", "tool") else True
+        if not seen:
+            # Another root, or other mounts: the files the client names are not the ones here.
             self.served["refused"] += 1
-            reply(connection, requests.elsewhere(kind, self.view is not None))
+            reply(connection, requests.elsewhere(kind, seen is not None))
             return None
         if kind == "tool":
             if self.tools.hand_over(connection, request):
@@ -228,9 +233,14 @@ class Server:
         if kind not in ("run", "zygote"):
             reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
             return None
-        if request.get("fingerprint") != self.fingerprint:
+        fingerprint = request.get("fingerprint")
+        if isinstance(fingerprint, str) and fingerprint != self.fingerprint:
             return self._replaced(connection)  # the client starts a server of its own version
-        problem = requests.run_problem(request, fds) if kind == "run" else None
+        problem = "not a request" if not isinstance(fingerprint, str) else \
+            requests.run_problem(request, fds) if kind == "run" else None
+        if not problem and kind == "run" and not process.well_formed_limits(request.get("limits")):
+            # A native launcher built before limits were sent: told so, it becomes the Python client.
+            problem = "a run request carries the client's limits"
         if problem:
             reply(connection, {"kind": "error", "message": problem})
             return None
@@ -242,7 +252,7 @@ class Server:
             return self._replaced(connection)
         self.served[kind] += 1
         if kind == "run":
-            if not self.runners.start(connection, data, fds):
+            if not self.runners.start(connection, data):
                 return None
             self._warm(request.get("env") or {})
             return "running"
