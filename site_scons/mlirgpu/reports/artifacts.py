@@ -61,7 +61,7 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     broken = violations(changes, rules, manifest)
     names = dict(zip(("manifest", "markdown", "html", "archive"), OUTPUTS))
     write_atomic(os.path.join(out_dir, names["manifest"]), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken))
+    write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken, diffs))
     link = os.path.relpath(trace, out_dir).replace(os.sep, "/") if trace else ""
     write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken, link, diffs))
     write_atomic(os.path.join(out_dir, names["archive"]), write_archive(archive_members(manifest, out_dir, names)))
