@@ -321,8 +321,10 @@ def _run_job(job, checkout, ref, store, tmp_path):
         assert "${{" not in " ".join(given.values()) + step.get("run", ""), step
         if action.startswith("actions/checkout@"):
             continue  # `checkout` is the fresh copy of the project
-        if action.startswith("actions/upload-artifact@"):
-            shutil.copytree(checkout / os.path.dirname(given["path"]), store / given["name"], dirs_exist_ok=True)
+        if action.startswith("actions/upload-artifact@"):  # a missing file is only warned about, as there
+            if (checkout / given["path"]).is_file():
+                (store / given["name"]).mkdir(parents=True, exist_ok=True)
+                shutil.copy(checkout / given["path"], store / given["name"])
             continue
         if action.startswith("actions/download-artifact@"):
             if (store / given["name"]).is_dir():
@@ -392,3 +394,49 @@ def test_the_guides_ci_recipe_as_printed_in_a_variant_dir_project(tmp_path):
                      r"registers \d+ -> \d+ \(rule registers\+10%\)", output), output
     assert "## Regressions (the build fails)" in summary and "ISA diff: src/kernels.mlir @pressure" in summary
     assert (store / "gpu-artifacts-hungry" / "gpu-artifacts.tar.gz").is_file()  # uploaded all the same
+
+
+def test_artifacts_of_a_library_dump_folder_report_its_stages(tmp_path):
+    """`mlirgpu artifacts LIB.dumps`: the library's stages are in the manifest, both reports and the archive (it
+    was an empty report, exit 0); a kernel linking it names it; an empty folder is an error naming it."""
+    import sys
+    import tarfile
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+    (tmp_path / "mathlib.mlir").write_text(RECIPE_LIBRARY)
+    (tmp_path / "kernels.mlir").write_text(RECIPE_KERNELS.format(offset=1, body=_hungry(2)))
+    mlirgpu = [sys.executable, "-m", "mlirgpu"]
+    subprocess.run(mlirgpu + ["compile", "--emit", "library", "mathlib.mlir", "-o", "lib/mathlib",
+                              "--dump-intermediates", "lib/mathlib.dumps"], env=env, cwd=tmp_path, check=True)
+    run = subprocess.run(mlirgpu + ["artifacts", "lib/mathlib.dumps", "-o", "out"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((tmp_path / "out" / "gpu-manifest.json").read_text())
+    (library,) = manifest["libraries"]
+    assert library["files"][0]["path"] == "lib/mathlib.rocdl.bc" and library["files"][0]["sha256"] == \
+        _sha(tmp_path / "lib" / "mathlib.rocdl.bc")
+    assert {suffix: item["path"] for suffix, item in library["jobs"][0]["intermediates"].items()} == {
+        "initial.ll": "../lib/mathlib.dumps/mathlib.initial.ll", "linked.ll": "../lib/mathlib.dumps/mathlib.linked.ll"}
+    row = "| mathlib.mlir | mathlib | rocdl | gfx942 | lib/mathlib.rocdl.bc | 2.2 KiB | initial.ll, linked.ll |  |"
+    assert row in (tmp_path / "out" / "gpu-report.md").read_text()
+    page = (tmp_path / "out" / "gpu-report.html").read_text()
+    assert "<h2>Libraries</h2>" in page and "from 0 objects and 1 library." in page
+    with tarfile.open(tmp_path / "out" / "gpu-artifacts.tar.gz") as archive:
+        members = archive.getnames()
+    assert "outside/0-mathlib.dumps/mathlib.linked.ll" in members and "outside/0-mathlib.dumps/mlirgpu.json" in members
+
+    subprocess.run(mlirgpu + ["compile", "kernels.mlir", "-o", "kernels.o", "-l", "lib/mathlib.rocdl.bc",
+                              "--dump-intermediates", "kernels.dumps"], env=env, cwd=tmp_path, check=True)
+    subprocess.run(mlirgpu + ["artifacts", "kernels.dumps", "lib", "-o", "both"], env=env, cwd=tmp_path, check=True)
+    manifest = json.loads((tmp_path / "both" / "gpu-manifest.json").read_text())
+    assert manifest["objects"][0]["jobs"][0]["libraries"] == [
+        {"path": "lib/mathlib.rocdl.bc", "sha256": _sha(tmp_path / "lib" / "mathlib.rocdl.bc"),
+         "source": "mathlib.mlir"}]
+    assert "| lib/mathlib.rocdl.bc | 2.2 KiB | initial.ll, linked.ll | kernels.mlir @pressure |" in \
+        (tmp_path / "both" / "gpu-report.md").read_text()
+
+    (tmp_path / "empty.dumps").mkdir()
+    empty = subprocess.run(mlirgpu + ["artifacts", "empty.dumps", "-o", "none"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert empty.returncode == 1 and empty.stderr.startswith("mlirgpu: empty.dumps: error: no compile record"), \
+        empty.stderr
