@@ -36,7 +36,12 @@ def test_manifest_matches_files_and_tools(examples, target):
     assert {"mlirgpu", "mlir", "llvmlite"} <= set(manifest["toolchain"])
     assert "LLVM version 22" in manifest["toolchain"]["mlir"], manifest["toolchain"]["mlir"]
     sources = {obj["source"] for obj in manifest["objects"]}
-    assert len(sources) == 7  # the library example adds two objects; its library (no kernels) is left out
+    assert len(sources) == 7  # the library example adds two objects; its library is one of `libraries`
+    assert [library["source"] for library in manifest["libraries"]] == ["examples/library/mathlib.mlir"]
+    linked = {obj["source"]: {item["source"] for job in obj["jobs"] for item in job["libraries"]}
+              for obj in manifest["objects"] if "/library/" in obj["source"]}
+    assert linked == dict.fromkeys(["examples/library/activations.mlir", "examples/library/normalize.mlir"],
+                                   {"examples/library/mathlib.mlir"})
     kernels = 0
     for obj in manifest["objects"]:
         assert obj["binaries"] and all(len(b["sha256"]) == 64 and b["size"] > 0 for b in obj["binaries"])
