@@ -36,7 +36,12 @@ def test_manifest_matches_files_and_tools(examples, target):
     assert {"mlirgpu", "mlir", "llvmlite"} <= set(manifest["toolchain"])
     assert "LLVM version 22" in manifest["toolchain"]["mlir"], manifest["toolchain"]["mlir"]
     sources = {obj["source"] for obj in manifest["objects"]}
-    assert len(sources) == 7  # the library example adds two objects; its library (no kernels) is left out
+    assert len(sources) == 7  # the library example adds two objects; its library is one of `libraries`
+    assert [library["source"] for library in manifest["libraries"]] == ["examples/library/mathlib.mlir"]
+    linked = {obj["source"]: {item["source"] for job in obj["jobs"] for item in job["libraries"]}
+              for obj in manifest["objects"] if "/library/" in obj["source"]}
+    assert linked == dict.fromkeys(["examples/library/activations.mlir", "examples/library/normalize.mlir"],
+                                   {"examples/library/mathlib.mlir"})
     kernels = 0
     for obj in manifest["objects"]:
         assert obj["binaries"] and all(len(b["sha256"]) == 64 and b["size"] > 0 for b in obj["binaries"])
@@ -259,3 +264,184 @@ def test_artifacts_of_a_build_folder_find_prefixed_records_at_any_depth_and_coun
     missing = subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", str(tmp_path / "out"), "-o",
                               str(tmp_path / "out2")], env=env, capture_output=True, text=True)
     assert missing.returncode == 1 and "DUMP=1" in missing.stderr and "MLIRGPU_DUMP=ON" in missing.stderr
+
+
+RECIPE_MARK = "<!-- ci-recipe:"
+
+RECIPE_KERNELS = """\
+module attributes {{gpu.container_module}} {{
+  gpu.module @pressure [#rocdl.target<chip = "gfx942", O = 3>] {{
+    llvm.func @twice(f32) -> f32
+    llvm.func @steady(%p: !llvm.ptr<1>) attributes {{gpu.kernel, rocdl.kernel}} {{
+      %v = llvm.load %p : !llvm.ptr<1> -> f32
+      %w = llvm.call @twice(%v) : (f32) -> f32
+      %g = llvm.getelementptr %p[{offset}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, f32
+      llvm.store %w, %g : f32, !llvm.ptr<1>
+      llvm.return
+    }}
+    llvm.func @hungry(%p: !llvm.ptr<1>) attributes {{gpu.kernel, rocdl.kernel}} {{
+{body}
+      llvm.return
+    }}
+  }}
+}}
+"""
+
+RECIPE_LIBRARY = """\
+module attributes {gpu.container_module} {
+  gpu.module @mathlib [#rocdl.target<chip = "gfx942", O = 3>] {
+    llvm.func @twice(%x: f32) -> f32 {
+      %r = llvm.fadd %x, %x : f32
+      llvm.return %r : f32
+    }
+  }
+}
+"""
+
+
+def _recipe_job():
+    """The CI job docs/guide.md prints after its `ci-recipe` mark, as a CI runner reads it."""
+    import yaml
+
+    guide = open(os.path.join(ROOT, "docs", "guide.md"), encoding="utf-8").read()
+    assert guide.count(RECIPE_MARK) == 1
+    block = re.match(r".*?-->\n```yaml\n(.*?)\n```\n", guide.split(RECIPE_MARK, 1)[1], re.S)
+    assert block, "the ci-recipe mark stands right before the recipe's ```yaml block"
+    (job,) = yaml.safe_load(block.group(1)).values()
+    return job
+
+
+def _run_job(job, checkout, ref, store, tmp_path):
+    """Run the job as GitHub Actions would, on a fresh checkout: `run` steps with bash as printed (skipped after
+    a failure unless `if: always()`), artifacts uploaded to and downloaded from `store`. The job's result (passed
+    or not), the step summary and the run steps' output."""
+    summary, output, failed = tmp_path / f"summary-{ref}.md", [], False
+    env = dict(os.environ, PATH=os.path.dirname(SCONS) + os.pathsep + os.environ["PATH"],
+               GITHUB_STEP_SUMMARY=str(summary))
+    for step in job["steps"]:
+        if failed and step.get("if") != "always()":
+            continue
+        action, given = step.get("uses", ""), {key: str(value).replace("${{ github.ref_name }}", ref)
+                                               for key, value in step.get("with", {}).items()}
+        assert "${{" not in " ".join(given.values()) + step.get("run", ""), step
+        if action.startswith("actions/checkout@"):
+            continue  # `checkout` is the fresh copy of the project
+        if action.startswith("actions/upload-artifact@"):  # a missing file is only warned about, as there
+            if (checkout / given["path"]).is_file():
+                (store / given["name"]).mkdir(parents=True, exist_ok=True)
+                shutil.copy(checkout / given["path"], store / given["name"])
+            continue
+        if action.startswith("actions/download-artifact@"):
+            if (store / given["name"]).is_dir():
+                shutil.copytree(store / given["name"], checkout / given["path"])
+            else:
+                assert step.get("continue-on-error"), "the first run has no baseline to download"
+            continue
+        assert not action, f"the test does not know how to run {action}"
+        run = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=checkout,
+                             env=env, capture_output=True, text=True)
+        output.append(run.stdout + run.stderr)
+        failed = failed or run.returncode != 0
+    return not failed, summary.read_text() if summary.exists() else "", "\n".join(output)
+
+
+def test_the_guides_ci_recipe_as_printed_in_a_variant_dir_project(tmp_path):
+    """The guide's GitHub Actions job, run as printed in a project whose objects (a kernel file linking a
+    GpuLibrary) are declared in src/SConscript under VariantDir('build', duplicate=0): the main branch's run
+    (no baseline) uploads its archive; a branch's run downloads and unpacks it and builds against it. An edit
+    that only moves a store changes the ISA (the diff is in both reports) and passes the rules; one that needs
+    many more registers fails the job on GPU_FAIL_ON."""
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "SConstruct").write_text(
+        f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+        "SConscript('src/SConscript', variant_dir='build', duplicate=0, exports='env')\n")
+    (project / "src" / "SConscript").write_text(
+        "Import('env')\n"
+        "mathlib = env.GpuLibrary('mathlib', 'mathlib.mlir')\n"
+        "env.GpuObject('kernels', 'kernels.mlir', GPU_LINKLIBS=mathlib)\n")
+    (project / "src" / "mathlib.mlir").write_text(RECIPE_LIBRARY)
+    job, store = _recipe_job(), tmp_path / "artifacts"
+
+    def ci(ref, offset, width):
+        checkout = tmp_path / f"checkout-{ref}"
+        shutil.copytree(project, checkout)
+        (checkout / "src" / "kernels.mlir").write_text(RECIPE_KERNELS.format(offset=offset, body=_hungry(width)))
+        return (checkout,) + _run_job(job, checkout, ref, store, tmp_path)
+
+    checkout, passed, summary, output = ci("main", 1, 2)
+    assert passed, output
+    assert "## Changes against the baseline" not in summary and "| steady | " in summary, summary
+    manifest = json.loads((checkout / "gpu-artifacts" / "gpu-manifest.json").read_text())
+    (library,) = manifest["libraries"]
+    assert library["source"] == "src/mathlib.mlir" and set(library["jobs"][0]["intermediates"]) == \
+        {"initial.ll", "linked.ll"}
+    assert manifest["objects"][0]["jobs"][0]["libraries"] == [
+        {"path": "build/mathlib.rocdl.bc", "sha256": _sha(checkout / "build" / "mathlib.rocdl.bc"),
+         "source": "src/mathlib.mlir"}]
+    assert "| src/mathlib.mlir | mathlib | rocdl | gfx942 | build/mathlib.rocdl.bc |" in summary
+    assert "initial.ll, linked.ll | src/kernels.mlir @pressure |" in summary
+    assert (store / "gpu-artifacts-main" / "gpu-artifacts.tar.gz").is_file()
+
+    checkout, passed, summary, output = ci("moved-store", 2, 2)
+    assert passed, output
+    assert "- ISA changed: src/kernels.mlir @pressure rocdl gfx942" in summary, summary
+    diff = summary.split("<details><summary>ISA diff: src/kernels.mlir @pressure rocdl gfx942</summary>", 1)[1]
+    diff = diff.split("```diff\n", 1)[1].split("\n```", 1)[0]
+    assert diff.startswith("--- baseline\n+++ this build\n@@") and "\n-" in diff and "\n+" in diff, diff
+    assert "(the baseline's ISA is not here" not in summary
+    page = (checkout / "gpu-artifacts" / "gpu-report.html").read_text()
+    assert "<details><summary>ISA changed: src/kernels.mlir @pressure rocdl gfx942</summary><pre>--- baseline" in page
+
+    checkout, passed, summary, output = ci("hungry", 1, 40)
+    assert not passed
+    assert re.search(r"GPU regressions against the baseline: src/kernels\.mlir @pressure rocdl gfx942 hungry: "
+                     r"registers \d+ -> \d+ \(rule registers\+10%\)", output), output
+    assert "## Regressions (the build fails)" in summary and "ISA diff: src/kernels.mlir @pressure" in summary
+    assert (store / "gpu-artifacts-hungry" / "gpu-artifacts.tar.gz").is_file()  # uploaded all the same
+
+
+def test_artifacts_of_a_library_dump_folder_report_its_stages(tmp_path):
+    """`mlirgpu artifacts LIB.dumps`: the library's stages are in the manifest, both reports and the archive (it
+    was an empty report, exit 0); a kernel linking it names it; an empty folder is an error naming it."""
+    import sys
+    import tarfile
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+    (tmp_path / "mathlib.mlir").write_text(RECIPE_LIBRARY)
+    (tmp_path / "kernels.mlir").write_text(RECIPE_KERNELS.format(offset=1, body=_hungry(2)))
+    mlirgpu = [sys.executable, "-m", "mlirgpu"]
+    subprocess.run(mlirgpu + ["compile", "--emit", "library", "mathlib.mlir", "-o", "lib/mathlib",
+                              "--dump-intermediates", "lib/mathlib.dumps"], env=env, cwd=tmp_path, check=True)
+    run = subprocess.run(mlirgpu + ["artifacts", "lib/mathlib.dumps", "-o", "out"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((tmp_path / "out" / "gpu-manifest.json").read_text())
+    (library,) = manifest["libraries"]
+    assert library["files"][0]["path"] == "lib/mathlib.rocdl.bc" and library["files"][0]["sha256"] == \
+        _sha(tmp_path / "lib" / "mathlib.rocdl.bc")
+    assert {suffix: item["path"] for suffix, item in library["jobs"][0]["intermediates"].items()} == {
+        "initial.ll": "../lib/mathlib.dumps/mathlib.initial.ll", "linked.ll": "../lib/mathlib.dumps/mathlib.linked.ll"}
+    row = "| mathlib.mlir | mathlib | rocdl | gfx942 | lib/mathlib.rocdl.bc | 2.2 KiB | initial.ll, linked.ll |  |"
+    assert row in (tmp_path / "out" / "gpu-report.md").read_text()
+    page = (tmp_path / "out" / "gpu-report.html").read_text()
+    assert "<h2>Libraries</h2>" in page and "from 0 objects and 1 library." in page
+    with tarfile.open(tmp_path / "out" / "gpu-artifacts.tar.gz") as archive:
+        members = archive.getnames()
+    assert "outside/0-mathlib.dumps/mathlib.linked.ll" in members and "outside/0-mathlib.dumps/mlirgpu.json" in members
+
+    subprocess.run(mlirgpu + ["compile", "kernels.mlir", "-o", "kernels.o", "-l", "lib/mathlib.rocdl.bc",
+                              "--dump-intermediates", "kernels.dumps"], env=env, cwd=tmp_path, check=True)
+    subprocess.run(mlirgpu + ["artifacts", "kernels.dumps", "lib", "-o", "both"], env=env, cwd=tmp_path, check=True)
+    manifest = json.loads((tmp_path / "both" / "gpu-manifest.json").read_text())
+    assert manifest["objects"][0]["jobs"][0]["libraries"] == [
+        {"path": "lib/mathlib.rocdl.bc", "sha256": _sha(tmp_path / "lib" / "mathlib.rocdl.bc"),
+         "source": "mathlib.mlir"}]
+    assert "| lib/mathlib.rocdl.bc | 2.2 KiB | initial.ll, linked.ll | kernels.mlir @pressure |" in \
+        (tmp_path / "both" / "gpu-report.md").read_text()
+
+    (tmp_path / "empty.dumps").mkdir()
+    empty = subprocess.run(mlirgpu + ["artifacts", "empty.dumps", "-o", "none"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert empty.returncode == 1 and empty.stderr.startswith("mlirgpu: empty.dumps: error: no compile record"), \
+        empty.stderr

@@ -77,7 +77,7 @@ def test_the_documentation_builds_in_strict_mode(tmp_path):
 
 # Fields whose keys are data (file names, stages, tools): documented as `<field>.*`.
 MAPS = {"sha256", "jobs[].stages", "jobs[].substituted", "toolchain", "objects[].jobs[].intermediates",
-        "objects[].jobs[].substituted"}
+        "objects[].jobs[].substituted", "libraries[].jobs[].intermediates", "libraries[].jobs[].substituted"}
 
 
 def _fields(value, prefix=""):
@@ -104,9 +104,9 @@ def _documented(heading):
 
 
 def test_the_record_and_manifest_fields_are_those_of_the_reference(tmp_path):
-    """A real NVVM and ROCDL compile with dumps, a library compile, and the manifest of the objects: every field
-    they hold has its line, and every line names a field they hold (kernel resources: the union of both
-    targets')."""
+    """A real NVVM compile linking a library file and a ROCDL compile with dumps, a library compile (linking the
+    file too), and the manifest of them all: every field they hold has its line, and every line names a field
+    they hold (kernel resources: the union of both targets')."""
     import json
     import subprocess
     import sys
@@ -114,29 +114,29 @@ def test_the_record_and_manifest_fields_are_those_of_the_reference(tmp_path):
     from conftest import CORPUS, instantiate
 
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+    (tmp_path / "extra.ll").write_text('target triple = "nvptx64-nvidia-cuda"\n'
+                                       "define float @extra(float %x) {\n  ret float %x\n}\n")
     for name, family, chip in (("k", "nvvm", "sm_80"), ("a", "rocdl", "gfx90a")):
         source = instantiate(os.path.join(CORPUS, f"saxpy.{family}.mlir"), tmp_path / f"{name}.mlir", chip, 3)
         subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / f"{name}.o"),
-                        "--format", "bin", "--dump-intermediates", str(tmp_path / f"{name}.dumps")], check=True,
-                       env=env, cwd=tmp_path)
+                        "--format", "bin", "--dump-intermediates", str(tmp_path / f"{name}.dumps"),
+                        "-l", "extra.ll"], check=True, env=env, cwd=tmp_path)
+    # A library compile's record (emit=library) adds what it wrote; the manifest lists it under `libraries`.
+    subprocess.run([sys.executable, "-m", "mlirgpu", "compile", "--emit", "library", str(tmp_path / "k.mlir"),
+                    "-o", str(tmp_path / "lib" / "k"), "--dump-intermediates", str(tmp_path / "lib" / "k.dumps"),
+                    "-l", "extra.ll"], check=True, env=env, cwd=tmp_path)
     subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", ".", "-o", "art"], check=True, env=env,
                    cwd=tmp_path, capture_output=True)
-    # A library compile's record (emit=library) adds what it wrote; the manifest leaves libraries out.
-    subprocess.run([sys.executable, "-m", "mlirgpu", "compile", "--emit", "library", str(tmp_path / "k.mlir"),
-                    "-o", str(tmp_path / "lib" / "k"), "--dump-intermediates", str(tmp_path / "lib" / "k.dumps")],
-                   check=True, env=env, cwd=tmp_path)
-    subprocess.run([sys.executable, "-m", "mlirgpu", "artifacts", ".", "-o", "art-with-library"], check=True,
-                   env=env, cwd=tmp_path, capture_output=True)
-    assert (tmp_path / "art" / "gpu-manifest.json").read_text() == \
-        (tmp_path / "art-with-library" / "gpu-manifest.json").read_text()
     record = set()
     for name in ("k.dumps", "a.dumps", "lib/k.dumps"):
         with open(tmp_path / name / "mlirgpu.json", encoding="utf-8") as handle:
             record |= _fields(json.load(handle))
     assert sorted(record ^ _documented("The record")) == []
     with open(tmp_path / "art" / "gpu-manifest.json", encoding="utf-8") as handle:
-        manifest = _fields(json.load(handle))
+        found = json.load(handle)
+    assert [library["source"] for library in found["libraries"]] == ["k.mlir"]
+    manifest = _fields(found)
     documented = _documented("The CI manifest")
-    as_record = {field for field in documented if field.endswith("[].*") or field == "objects[].options.*"}
+    as_record = {field for field in documented if field.endswith("[].*") or field.endswith("[].options.*")}
     covered = {field for field in manifest if any(field.startswith(prefix[:-1]) for prefix in as_record)}
     assert sorted((manifest - covered) ^ (documented - as_record)) == []

@@ -91,6 +91,22 @@ def test_dumpdir_on_the_command_line_gives_each_object_a_folder(tmp_path):
     assert "up to date" in scons(path, "GPU_TARGET=rocdl", "DUMP=1", "GPU_DUMPDIR=dumps").stdout
 
 
+def test_a_path_on_the_command_line_is_from_the_top_folder(tmp_path):
+    """`scons GPU_LINKLIBS=libs/extra.ll` names top/libs/extra.ll, though the objects are declared in
+    gpu/SConscript under VariantDir (it was looked for in gpu/libs/); the record names what each job linked."""
+    import json
+
+    path = project(tmp_path / "p")
+    (path / "libs").mkdir()
+    (path / "libs" / "extra.ll").write_text('target triple = "amdgcn-amd-amdhsa"\n'
+                                            "define float @extra(float %x) {\n  ret float %x\n}\n")
+    run = scons(path, "GPU_TARGET=rocdl", "DUMP=1", "GPU_LINKLIBS=libs/extra.ll")
+    assert run.stdout.count("-l libs/extra.ll") == 2, run.stdout
+    record = json.loads((path / "build" / "gpu" / "kernels.dumps" / "mlirgpu.json").read_text())
+    assert [item["path"] for item in record["jobs"][0]["libraries"]] == ["libs/extra.ll"]
+    assert "up to date" in scons(path, "GPU_TARGET=rocdl", "DUMP=1", "GPU_LINKLIBS=libs/extra.ll").stdout
+
+
 def test_changing_the_chip_removes_the_dumps_of_the_old_one(tmp_path):
     path = project(tmp_path / "p")
     scons(path, "GPU_TARGET=rocdl", "DUMP=1", "GPU_CHIP=gfx90a,gfx942")

@@ -110,8 +110,8 @@ def compiled_names(run):
 
 def same_as_in_place(build, in_place):
     """The build folder holds the dumps, objects and header the in-place build made, byte for byte; the compile
-    records differ only in which stages came from the cache and in naming the source where it lies, in the
-    repository. The host program finds every binary."""
+    records differ only in which stages came from the cache and in naming the source (and linked library) where
+    it lies, in the repository. The host program finds every binary."""
     dumps = sorted(name for name in files(in_place) if ".dumps/" in name)
     assert build.dumps() == dumps
     names = [name for name in dumps if not name.endswith(("mlirgpu.json", "repro.sh"))] + ["a.o", "c.o", "d.o"]
@@ -124,6 +124,10 @@ def same_as_in_place(build, in_place):
     for stem in ("a", "c", "d"):
         record, expected = (_record(folder / f"{stem}.dumps" / "mlirgpu.json") for folder in (build.out, in_place))
         assert os.path.samefile(build.folder / record.pop("source"), sources / f"{stem}.mlir")
+        for built_job, job in zip(record["jobs"], expected["jobs"]):  # a linked library: read where it lies too
+            for built_lib, lib in zip(built_job["libraries"], job["libraries"]):
+                assert os.path.samefile(build.folder / built_lib.pop("path"),
+                                        sources / os.path.basename(lib.pop("path")))
         for each in (record, expected):
             each.pop("source", None)
             each["sha256"].pop("repro.sh")  # it names the files it reads, in the repository

@@ -2,13 +2,13 @@
 
 The record (`mlirgpu.json` in the dump folder, `<prefix>mlirgpu.json` with a dump prefix) says what one compile
 produced: its options, jobs (each with its dumps, where each stage's output came from, the stock-tool commands
-that remake them, the binary stage's log), binaries and warnings. Schema `scons-mlir-gpu/object-record`, version 1;
-users and CI tools read its JSON, so its fields only ever grow. The compile builds it (`new_record`), the dump
-folder completes it with every file it wrote and that file's sha256, so a copy restored from a cache can be
-checked (`complete_record`), and writes it last (`record_text`): a folder holds a record only of a compile that
-finished. It is read back two ways: the dumps a previous record lists (`listed_dumps`: the next compile, SCons's
-clean and a Dask client remove what a compile no longer writes), and checked whole (`read_record`: the CI
-reports, mlirgpu.reports).
+that remake them, the binary stage's log, the libraries it linked), binaries and warnings. Schema
+`scons-mlir-gpu/object-record`, version 1; users and CI tools read its JSON, so its fields only ever grow. The
+compile builds it (`new_record`), the dump folder completes it with every file it wrote and that file's sha256,
+so a copy restored from a cache can be checked (`complete_record`), and writes it last (`record_text`): a folder
+holds a record only of a compile that finished. It is read back two ways: the dumps a previous record lists
+(`listed_dumps`: the next compile, SCons's clean and a Dask client remove what a compile no longer writes), and
+checked whole (`read_record`: the CI reports, mlirgpu.reports).
 
 The depfile is Make's `output: dependencies`, as Ninja's and Meson's `depfile` read it: the compile writes it
 (`make_depfile`); a Dask client parses the worker's (`parse_depfile`) to write its own.
@@ -55,7 +55,8 @@ def new_record(source, options, jobs, binaries, warnings, obj, output, origins, 
              "stages": origins.get(job.id, {}),
              "substituted": {stage: project_path(path) for stage, path in substituted.get(job.id, {}).items()},
              "repro": commands.get(job.id, []),
-             "log": logs.get(job.id, "")}
+             "log": logs.get(job.id, ""),
+             "libraries": linked_libraries(job, options)}
             for job in jobs
         ],
         "substituted": any(substituted.values()),
@@ -67,6 +68,21 @@ def new_record(source, options, jobs, binaries, warnings, obj, output, origins, 
         ],
         "warnings": [str(warning) for warning in warnings],
     }
+
+
+def linked_libraries(job, options):
+    """The libraries a job linked besides its target's own device libraries (-l / GPU_LINKLIBS files, then its
+    attribute's link = [...] files, those for its target and chip): each one's path and sha256 (null when it
+    could not be read), so the CI manifest names what each kernel linked and which build of it."""
+    linked = []
+    for path in job.target.user_libraries(job.attr, options.link_libs):
+        try:
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            digest = None
+        linked.append({"path": project_path(path), "sha256": digest})
+    return linked
 
 
 def complete_record(record, folder, hashes, prefix):

@@ -9,7 +9,7 @@ import posixpath
 import tarfile
 
 from ..pipeline.record import record_without_origins
-from .manifest import manifest_files
+from .manifest import compiles, manifest_files
 
 
 def write_archive(members):
@@ -28,10 +28,10 @@ def write_archive(members):
 
 
 def archive_members(manifest, out_dir, names):
-    """{member name: bytes}: the reports, the manifest and every file it lists. A file inside the output folder
-    keeps its path; one outside it (dumps elsewhere) goes to `outside/<n>-<folder>/`, and the archive's copy of
-    the manifest names it there, so no member name holds `..` or an absolute path and the archive unpacks
-    anywhere as a whole."""
+    """{member name: bytes}: the reports, the manifest and every file it lists (objects' and libraries'). A file
+    inside the output folder keeps its path; one outside it (dumps elsewhere) goes to `outside/<n>-<folder>/`, and
+    the archive's copy of the manifest names it there, so no member name holds `..` or an absolute path and the
+    archive unpacks anywhere as a whole."""
     mapping, folders = {}, {}
     for path in manifest_files(manifest):
         if path.startswith("../") or path == ".." or os.path.isabs(path):
@@ -40,13 +40,13 @@ def archive_members(manifest, out_dir, names):
             mapping[path] = f"outside/{index}-{posixpath.basename(folder) or 'root'}/{name}"
         else:
             mapping[path] = path
-    records = {obj["record"] for obj in manifest["objects"]}
+    records = {obj["record"] for obj in compiles(manifest)}
     members = {}
     for path, member in mapping.items():
         with open(os.path.join(out_dir, path), "rb") as handle:
             members[member] = record_without_origins(handle.read()) if path in records else handle.read()
     archived = json.loads(json.dumps(manifest))
-    for obj in archived["objects"]:
+    for obj in compiles(archived):
         obj["record"] = mapping[obj["record"]]
         for item in obj["other_files"]:
             item["path"] = mapping[item["path"]]

@@ -15,14 +15,15 @@ from .rules import compare, isa_diffs, parse_rules, violations
 
 
 def find_records(paths):
-    """The record files named by `paths`: a record itself, or every record below a folder: `mlirgpu.json` in a
-    dump folder (SCons's `<object>.dumps/`), `<prefix>mlirgpu.json` in a flat one (--dump-prefix: Meson, CMake),
-    at any depth (a whole build folder)."""
+    """The record files named by `paths` (relative to the current folder): a record itself, or every record below
+    a folder: `mlirgpu.json` in a dump folder (SCons's `<object>.dumps/`, a library's `<library>.dumps/`),
+    `<prefix>mlirgpu.json` in a flat one (--dump-prefix: Meson, CMake), at any depth (a whole build folder). A
+    folder holding none, or one that cannot be read, is an error naming it."""
     records = []
     for path in paths:
         if os.path.isdir(path):
-            found = sorted(os.path.join(folder, name) for folder, _dirs, names in os.walk(path) for name in names
-                           if name == RECORD_DUMP or name.endswith("." + RECORD_DUMP))
+            found = sorted(os.path.join(folder, name) for folder, _dirs, names in os.walk(path, onerror=_unreadable)
+                           for name in names if name == RECORD_DUMP or name.endswith("." + RECORD_DUMP))
             if not found:
                 raise CompileError(f"no compile record ({RECORD_DUMP} or <prefix>{RECORD_DUMP}) in this folder or "
                                    "below it", file=path,
@@ -34,6 +35,12 @@ def find_records(paths):
         else:
             raise CompileError("no such record or dump folder", file=path, fix="name a dump folder or its record")
     return records
+
+
+def _unreadable(exc):
+    """A folder below a named one that cannot be listed is an error naming it, never a report without it."""
+    raise CompileError(f"cannot read this folder: {exc.strerror}", file=exc.filename,
+                       fix="make it readable, or name the dump folders to report") from None
 
 
 OUTPUTS = ("gpu-manifest.json", "gpu-report.md", "gpu-report.html", "gpu-artifacts.tar.gz")
@@ -61,7 +68,7 @@ def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fa
     broken = violations(changes, rules, manifest)
     names = dict(zip(("manifest", "markdown", "html", "archive"), OUTPUTS))
     write_atomic(os.path.join(out_dir, names["manifest"]), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken))
+    write_atomic(os.path.join(out_dir, names["markdown"]), markdown_report(manifest, changes, broken, diffs))
     link = os.path.relpath(trace, out_dir).replace(os.sep, "/") if trace else ""
     write_atomic(os.path.join(out_dir, names["html"]), html_report(manifest, changes, broken, link, diffs))
     write_atomic(os.path.join(out_dir, names["archive"]), write_archive(archive_members(manifest, out_dir, names)))

@@ -2,7 +2,9 @@
 (`mlirgpu.json`, mlirgpu.pipeline.record) that every compile with dumps writes, so it serves SCons, the CLI or
 any other build system. Each file a record lists is checked against the sha256 the compile wrote.
 
-Manifest schema `scons-mlir-gpu/manifest`, version 1 (all paths relative to the manifest's folder):
+Manifest schema `scons-mlir-gpu/manifest`, version 1 (paths of files a record lists are relative to the
+manifest's folder; `source` and the libraries' paths are as the records name them, relative to the folder the
+compiles ran in):
 
     {"schema": ..., "version": 1, "toolchain": {name: version},
      "objects": [{"source", "record", "options": {...}, "warnings": [...],
@@ -10,10 +12,16 @@ Manifest schema `scons-mlir-gpu/manifest`, version 1 (all paths relative to the 
                   "jobs": [{"module", "target", "chip", "opt_level", "features",
                             "intermediates": {suffix: {"path", "sha256"}}, "substituted": {stage: path},
                             "log": the binary stage's tool output,
-                            "kernels": [{"name", "registers", "spills", "shared_bytes", "local_bytes", ...}]}]}]}
+                            "libraries": [{"path", "sha256", "source": the library's source, or null}],
+                            "kernels": [{"name", "registers", "spills", "shared_bytes", "local_bytes", ...}]}]}],
+     "libraries": [{"source", "record", "options", "warnings",
+                    "files": [{"path", "target", "chip", "modules", "size", "sha256"}],
+                    "jobs": [as an object's, without kernels], "other_files"}]}
 
 Each target adds fields of its own to its kernels (its `kernel_resources` hook says which); `toolchain` holds
-the identity (version and sha256) of every tool that shaped the outputs.
+the identity (version and sha256) of every tool that shaped the outputs. A device-function library
+(`env.GpuLibrary`, `--emit library`) is an entry of `libraries`; each job of an object or library names the
+libraries it linked, with the source of the one this manifest holds that built the file.
 """
 import hashlib
 import os
@@ -75,40 +83,66 @@ def _check_object(record, dump_dir, record_path):
 
 
 def build_manifest(record_paths, root, versions, toolkit=""):
-    """The manifest (a dict) for the objects whose records are `record_paths`, paths relative to `root`."""
-    objects = []
+    """The manifest (a dict) for the compiles whose records are `record_paths`, paths relative to `root`:
+    objects, and device-function libraries (a record with `libraries`: no kernels, nothing embedded)."""
+    objects, libraries = [], []
     for record_path in sorted(record_paths, key=lambda p: _rel(p, root)):
         record = read_record(record_path)
-        if "libraries" in record:  # a device-function library's compile: no kernels, nothing embedded
-            continue
-        dump_dir = os.path.dirname(record_path)
-        prefix = record.get("dump_prefix", "")
-        jobs = []
-        for job in record["jobs"]:
-            intermediates = {}
-            for name in job["dumps"]:
-                path = os.path.join(dump_dir, name)
-                suffix = name[len(prefix) + len(job["stem"]) + 1:]
-                intermediates[suffix] = {"path": _rel(path, root),
-                                         "sha256": _checked_sha256(path, record, name, record_path)}
-            jobs.append({key: job[key] for key in ("module", "target", "chip", "opt_level", "features")}
-                        | {"intermediates": intermediates, "substituted": _substituted(job),
-                           "log": job.get("log") if isinstance(job.get("log"), str) else "",
-                           "kernels": _kernels(job, dump_dir, record["options"], toolkit, prefix, record_path)})
-        _check_object(record, dump_dir, record_path)
-        extra = sorted(set(record["dumps"]) - {n for job in record["jobs"] for n in job["dumps"]})
-        objects.append({
-            "source": record["source"],
-            "record": _rel(record_path, root),
-            "options": record["options"],
-            "warnings": record["warnings"],
-            "binaries": record["binaries"],
-            "jobs": jobs,
+        library = "libraries" in record
+        entry = _entry(record, record_path, root, toolkit, kernels=not library)
+        if library:
+            entry["files"] = record["libraries"]
+            libraries.append(entry)
+        else:
+            _check_object(record, os.path.dirname(record_path), record_path)
+            entry["binaries"] = record["binaries"]
+            objects.append(entry)
+    built = {item["path"]: library["source"] for library in libraries for item in library["files"]}
+    for entry in objects + libraries:
+        for job in entry["jobs"]:
+            for item in job["libraries"]:
+                item["source"] = built.get(item["path"])
+    return {"schema": SCHEMA, "version": VERSION, "toolchain": versions, "objects": objects, "libraries": libraries}
+
+
+def _entry(record, record_path, root, toolkit, kernels):
+    """What an object and a library share in the manifest: source, record, options, warnings, the jobs (their
+    dumps checked against the record, the libraries they linked, and with `kernels` each kernel's resources),
+    and the dump folder's other files."""
+    dump_dir = os.path.dirname(record_path)
+    prefix = record.get("dump_prefix", "")
+    jobs = []
+    for job in record["jobs"]:
+        intermediates = {}
+        for name in job["dumps"]:
+            path = os.path.join(dump_dir, name)
+            suffix = name[len(prefix) + len(job["stem"]) + 1:]
+            intermediates[suffix] = {"path": _rel(path, root),
+                                     "sha256": _checked_sha256(path, record, name, record_path)}
+        found = {key: job[key] for key in ("module", "target", "chip", "opt_level", "features")} | {
+            "intermediates": intermediates, "substituted": _substituted(job),
+            "log": job.get("log") if isinstance(job.get("log"), str) else "", "libraries": _linked(job)}
+        if kernels:
+            found["kernels"] = _kernels(job, dump_dir, record["options"], toolkit, prefix, record_path)
+        jobs.append(found)
+    extra = sorted(set(record["dumps"]) - {n for job in record["jobs"] for n in job["dumps"]})
+    return {"source": record["source"], "record": _rel(record_path, root), "options": record["options"],
+            "warnings": record["warnings"], "jobs": jobs,
             "other_files": [{"path": _rel(os.path.join(dump_dir, n), root),
                              "sha256": _checked_sha256(os.path.join(dump_dir, n), record, n, record_path)}
-                            for n in extra],
-        })
-    return {"schema": SCHEMA, "version": VERSION, "toolchain": versions, "objects": objects}
+                            for n in extra]}
+
+
+def _linked(job):
+    """The libraries the job linked ({path, sha256}), from a record of any version (older ones name none)."""
+    found = job.get("libraries")
+    return [{"path": str(item.get("path")), "sha256": item.get("sha256")} for item in found
+            if isinstance(item, dict)] if isinstance(found, list) else []
+
+
+def compiles(manifest):
+    """Every entry of the manifest with dumps: its objects, then its libraries (a manifest of any version)."""
+    return manifest["objects"] + manifest.get("libraries", [])
 
 
 def _substituted(job):
@@ -137,7 +171,7 @@ def kernel_rows(manifest):
 def manifest_files(manifest):
     """Every file the manifest lists (paths relative to its folder)."""
     names = []
-    for obj in manifest["objects"]:
+    for obj in compiles(manifest):
         names.append(obj["record"])
         names += [item["path"] for item in obj["other_files"]]
         for job in obj["jobs"]:

@@ -28,7 +28,35 @@ def md(text):
     return re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\_", text)  # `_` inside a word is never emphasis
 
 
-def markdown_report(manifest, changes=None, broken=()):
+def library_rows(manifest):
+    """One row per library file: (library source, modules, target, chip, file, size, stages, linked by), the
+    libraries this manifest holds first, then files linked from elsewhere (source `(not built here)`)."""
+    users = {}
+    for obj in manifest["objects"] + manifest.get("libraries", []):
+        for job in obj["jobs"]:
+            for item in job.get("libraries", []):
+                users.setdefault(item["path"], []).append(f"{obj['source']} @{job['module']}")
+    rows, built = [], set()
+    for library in manifest.get("libraries", []):
+        stages = dict.fromkeys(suffix for job in library["jobs"] for suffix in job["intermediates"])  # stage order
+        for item in library["files"]:
+            built.add(item["path"])
+            rows.append((library["source"], ",".join(item["modules"]), item["target"], item["chip"], item["path"],
+                         size_text(item["size"]), ", ".join(stages), ", ".join(users.get(item["path"], []))))
+    rows += [("(not built here)", "", "", "", path, "n/a", "", ", ".join(names))
+             for path, names in sorted(users.items()) if path not in built]
+    return rows
+
+
+LIBRARY_HEADER = ("library", "modules", "target", "chip", "file", "size", "stages dumped", "linked by")
+
+
+def _fence(text):
+    """A Markdown code fence longer than any run of backticks in `text`, so the text never closes it."""
+    return "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", text)])
+
+
+def markdown_report(manifest, changes=None, broken=(), diffs=None):
     lines = ["# GPU kernels", "", f"Manifest schema {md(SCHEMA)} v{VERSION}. Toolchain: " +
              "; ".join(md(tool_version(k, v)) for k, v in sorted(manifest["toolchain"].items())), ""]
     if broken:
@@ -48,6 +76,11 @@ def markdown_report(manifest, changes=None, broken=()):
         if not any(changes.values()):
             lines.append("- no change")
         lines.append("")
+        for key in changes["isa_changed"]:  # folded, as GitHub's step summary and pull requests show <details>
+            diff = (diffs or {}).get(key) or "(the baseline's ISA is not here to compare with)"
+            label = html.escape(" ".join(kernel_label(key).split()))
+            lines += [f"<details><summary>ISA diff: {label}</summary>", "", _fence(diff) + "diff", diff,
+                      _fence(diff), "", "</details>", ""]
     rows = kernel_rows(manifest)
     with_occupancy = any(kernel.get("occupancy") is not None for kernel in rows.values())
     lines += ["## Kernels", "", "| source | module | target | chip | kernel | registers | spills | shared (bytes) | "
@@ -62,6 +95,11 @@ def markdown_report(manifest, changes=None, broken=()):
     lines += [f"| {md(obj['source'])} | {md(b['module'])} | {md(b['target'])} | {md(','.join(b['chips']))} | "
               f"{md(b['format'])} | {md(b['section'])} | {size_text(b['size'])} |"
               for obj in manifest["objects"] for b in obj["binaries"]]
+    libraries = library_rows(manifest)
+    if libraries:
+        lines += ["", "## Libraries", "", "| " + " | ".join(LIBRARY_HEADER) + " |",
+                  "|---|---|---|---|---|---:|---|---|"]
+        lines += ["| " + " | ".join(md(cell) for cell in row) + " |" for row in libraries]
     return "\n".join(lines) + "\n"
 
 
@@ -148,7 +186,9 @@ def html_report(manifest, changes=None, broken=(), trace="", diffs=None):
     total = sum(b["size"] for obj in objects for b in obj["binaries"])
     body = ["<h1>GPU kernels</h1>",
             f"<p class=lead>{counted(len(rows), 'kernel')} in {counted(len(binaries), 'binary', 'binaries')} "
-            f"({size_text(total)}) from {counted(len(objects), 'object')}.</p>",
+            f"({size_text(total)}) from {counted(len(objects), 'object')}"
+            + (f" and {counted(len(manifest['libraries']), 'library', 'libraries')}" if manifest.get("libraries")
+               else "") + ".</p>",
             "<p class=tools>Toolchain: " + "; ".join(html.escape(tool_version(name, version))
                                                   for name, version in sorted(manifest["toolchain"].items())) + "</p>"]
     if trace:
@@ -196,6 +236,8 @@ def html_report(manifest, changes=None, broken=(), trace="", diffs=None):
         numeric=header[5:])]
     body += ["<h2>Binaries</h2>", _table(("source", "module", "target", "chips", "format", "section", "size"),
                                          binaries, numeric=("size",))]
+    if library_rows(manifest):
+        body += ["<h2>Libraries</h2>", _table(LIBRARY_HEADER, library_rows(manifest), numeric=("size",))]
     style = ("body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}"
              "table{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto;max-width:100%}"
              "td,th{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}th{background:#f0f0f0}"

@@ -16,9 +16,8 @@ from ...errors import CompileError
 from ...pipeline.record import read_listed_dumps
 from ...pipeline.planning import RECORD_DUMP
 from ...pipeline.scan import planned_outputs, predicted_libraries
-from ...pipeline.stages import LIBRARY
 from .artifacts import ARTIFACTS
-from .nodes import object_paths, path_node, source_path, substitute_dir, top_file
+from .nodes import object_paths, source_path, substitute_dir, top_file, variable_node
 from .options import building, env_options, executor, object_options, remote_cache, search_environment
 from .session import SESSION, will_build
 from .variables import as_bool, as_list, setting, text
@@ -35,12 +34,12 @@ def _emitter(target, source, env, shared=False):
 
 
 def link_nodes(env):
-    """GPU_LINKLIBS as nodes: a node (what `env.GpuLibrary` returns) as it is, a name relative to the SConscript
-    that names it (`#` for the top folder)."""
+    """GPU_LINKLIBS as nodes: a node (what `env.GpuLibrary` returns) as it is, a name from its base (the
+    SConscript that names it, `#` for the top folder; the top folder on the command line: nodes.variable_node)."""
     value = setting(env, "GPU_LINKLIBS")
     items = SCons.Util.flatten([value]) if SCons.Util.is_List(value) or isinstance(value, SCons.Node.Node) \
         else as_list(value)
-    return [item if isinstance(item, SCons.Node.Node) else path_node(env, "GPU_LINKLIBS", str(item))
+    return [item if isinstance(item, SCons.Node.Node) else variable_node(env, "GPU_LINKLIBS", str(item))
             for item in items if str(item)]
 
 
@@ -69,8 +68,7 @@ def declared(env, outputs, extra, dump_dir, source):
             extra += [dump_dir.File(name) for name in planned_outputs(source_path(source[0], absolute=True), options)]
         record = dump_dir.File(RECORD_DUMP)
         record.set_precious()  # SCons keeps it until the compile has read which dumps it lists (action.py)
-        if options is None or options.emit != LIBRARY:  # the CI reports are about kernels
-            ARTIFACTS.add(env, outputs + extra, record)
+        ARTIFACTS.add(env, outputs + extra, record)  # objects and libraries alike
     elif "gpu-artifacts" in SCons.Script.COMMAND_LINE_TARGETS:
         raise SCons.Errors.UserError("gpu-artifacts collects the intermediates: build with DUMP=1")
     _claim(dump_dir, obj)

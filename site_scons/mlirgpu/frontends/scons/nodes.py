@@ -1,8 +1,10 @@
 """Which files and folders an object's nodes stand for: the file SCons reads for a source or library node (in
 place, under VariantDir, from a repository), the nodes GPU_* variables name, and an object's header and dump
-folder. Paths given in a SConscript are relative to it (`#` is the top folder); GPU_DUMPDIR given on the command
-line is a root below which each object gets its own folder; GPU_SUBSTITUTE and GPU_TRACE name one folder or
-file for the whole build, relative to the top folder wherever they are set.
+folder. Every path-valued GPU_* variable goes through `variable_node`: a path given on the command line is
+relative to the top folder (`#`, where `scons` runs), whatever SConscript declares the object that reads it; one
+set in a build file is relative to that SConscript (`#` for the top folder), except GPU_SUBSTITUTE and GPU_TRACE,
+which name one folder or file for the whole build, relative to the top folder wherever they are set.
+GPU_DUMPDIR given on the command line is a root below which each object gets its own folder.
 """
 import os
 
@@ -21,18 +23,16 @@ def object_paths(env, obj):
         header_node = obj.dir.File(base + ".h")
     else:
         header = env.subst(str(header), target=[obj]) if "$" in str(header) else str(header)
-        header_node = path_node(env, "GPU_HEADER", header) if header else None
+        header_node = variable_node(env, "GPU_HEADER", header) if header else None
     folder = setting(env, "GPU_DUMPDIR")
     if folder is None or folder == "":
         dump_dir = obj.dir.Dir(base + ".dumps")
     elif "GPU_DUMPDIR" in COMMAND_LINE.load():  # a root for every object: one folder per object below it
-        top = env.Dir("#")
-        root = str(folder) if os.path.isabs(str(folder)) or str(folder).startswith("#") else "#" + str(folder)
-        below = os.path.normpath(os.path.join(root, obj.dir.get_path(top), base))
+        below = os.path.normpath(os.path.join(top_relative(str(folder)), obj.dir.get_path(env.Dir("#")), base))
         dump_dir = path_node(env, "GPU_DUMPDIR", below, folder=True)
     else:
         folder = env.subst(str(folder), target=[obj]) if "$" in str(folder) else str(folder)
-        dump_dir = path_node(env, "GPU_DUMPDIR", folder, folder=True)
+        dump_dir = variable_node(env, "GPU_DUMPDIR", folder, folder=True)
     return header_node, dump_dir
 
 
@@ -67,14 +67,32 @@ def read_dir(folder):
 
 
 def substitute_dir(env, value):
-    """GPU_SUBSTITUTE's folder: relative to the top folder (where `scons` runs), as on the command line."""
-    return path_node(env, "GPU_SUBSTITUTE", value if os.path.isabs(value) or value.startswith("#") else "#" + value,
-                      folder=True)
+    """GPU_SUBSTITUTE's folder (relative to the top folder wherever it is set)."""
+    return variable_node(env, "GPU_SUBSTITUTE", value, folder=True)
 
 
 def top_file(env, value):
-    """A file named on the command line or in a build file, relative to the top folder (GPU_TRACE)."""
-    return path_node(env, "GPU_TRACE", value if os.path.isabs(value) or value.startswith("#") else "#" + value)
+    """GPU_TRACE's file (relative to the top folder wherever it is set)."""
+    return variable_node(env, "GPU_TRACE", value)
+
+
+BUILD_WIDE = ("GPU_SUBSTITUTE", "GPU_TRACE")  # one folder or file for the whole build: from the top folder always
+
+
+def variable_node(env, variable, path, folder=False):
+    """The node of the file (or folder) `path` that GPU_* `variable` names, from its base: the top folder for a
+    value given on the command line (`scons GPU_BASELINE=old/gpu-manifest.json` means the same file whichever
+    SConscript declares the first object, under VariantDir too) and for the build-wide BUILD_WIDE ones; else the
+    SConscript that set it, as SCons reads any path (`#` for the top folder)."""
+    path = str(path)
+    if variable in BUILD_WIDE or variable in COMMAND_LINE.load():
+        path = top_relative(path)
+    return path_node(env, variable, path, folder)
+
+
+def top_relative(path):
+    """`path` as SCons names it from the top folder: `#path`, unless absolute or already so."""
+    return path if os.path.isabs(path) or path.startswith("#") else "#" + path
 
 
 def path_node(env, variable, path, folder=False):

@@ -28,8 +28,10 @@ BUILD_VARIABLES = (
      "(MLIRGPU_EXECUTOR also sets it)", ""),
     ("GPU_TRACE", "write a Chrome trace of every compile's stages here when the build ends (Perfetto, "
      "chrome://tracing)", ""),
-    ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive", "#"),
-    ("GPU_BASELINE", "an earlier gpu-manifest.json: the reports show what changed", ""),
+    ("GPU_ARTIFACTSDIR", "where `gpu-artifacts` writes the manifest, reports and archive (on the command line, "
+     "like every path, relative to the top folder)", "#"),
+    ("GPU_BASELINE", "an earlier gpu-manifest.json, its archive unpacked beside it: the reports show what changed "
+     "and each changed ISA's diff", ""),
     ("GPU_FAIL_ON", "regression rules for gpu-artifacts, e.g. spills,registers+10%", ""),
 )
 WARNINGS = ("show", "none", "error")
