@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 
 from ..cache.store import user_cache_root
 from ..execution import rendezvous
@@ -49,9 +50,13 @@ def build(destination, python=None):
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or "cc"]
     partial = f"{destination}.{os.getpid()}.partial"
     try:
-        built = subprocess.run([*compiler, "-O2", "-o", partial, f"-DMLIRGPU_PYTHON={_c_string(python)}",
-                                f"-DMLIRGPU_SOCKET={_c_string(socket)}", SOURCE],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        # The compiler's temporary files stay beside the launcher: the server builds it while it serves a
+        # client whose TMPDIR it inherited, and nothing may land in a build's folders that it did not declare.
+        with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(destination))) as scratch:
+            built = subprocess.run([*compiler, "-O2", "-o", partial, f"-DMLIRGPU_PYTHON={_c_string(python)}",
+                                    f"-DMLIRGPU_SOCKET={_c_string(socket)}", SOURCE],
+                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                                   env=dict(os.environ, TMPDIR=scratch))
         if built.returncode != 0:
             return f"{compiler[0]} failed on launcher.c: {built.stderr.decode(errors='replace').strip()[:500]}"
         os.replace(partial, destination)
