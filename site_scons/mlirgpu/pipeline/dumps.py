@@ -36,7 +36,7 @@ class DumpFolder:
             reason = exc.strerror
         if reason:
             raise CompileError(f"cannot write the dump folder '{self.folder}': {reason}", file=source,
-                               fix=f"choose a writable {hint('dump_dir')} folder")
+                               fix=f"choose a writable folder for the dumps ({hint('dump_dir')})")
         remove_stale_temps([os.path.join(self.folder, name) for name in planned])
         self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
         self.previous = read_listed_dumps(self.record_path, project_path(source))
