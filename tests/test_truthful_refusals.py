@@ -115,6 +115,20 @@ def test_a_missing_target_is_named_in_each_callers_terms_with_the_targets_to_cho
         "target attribute" in built.stderr, built.stderr
 
 
+def test_each_command_of_one_process_says_fixes_in_its_own_callers_terms(tmp_path, capsys):
+    """A compile server's runner serves command after command in one process: a plain command after one run
+    with `--caller cmake` says the CLI's `--target` again."""
+    from mlirgpu.frontends.cli import main
+
+    source = str(tmp_path / "k.mlir")
+    shutil.copy(os.path.join(ROOT, "examples", "cmake", "scale.mlir"), source)
+    said = []
+    for caller in (["--caller", "cmake"], [], ["--caller", "meson"]):
+        assert main(["compile", *caller, source, "-o", str(tmp_path / "k.o")]) == 1
+        said.append(re.search(r"fix: set (\S+)", capsys.readouterr().err).group(1))
+    assert said == ["-DGPU_TARGET=nvvm|rocdl|xevm", "--target", "-Dgpu_target=nvvm|rocdl|xevm"]
+
+
 @pytest.mark.parametrize("target", ["rocdl", "xevm"])
 def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_takes_it(target, tmp_path):
     from mlirgpu.llvm import toolchain
