@@ -172,3 +172,84 @@ def test_a_missing_source_is_one_configure_error_naming_it(tmp_path):
                           f"-DCMAKE_PREFIX_PATH={cmake_dir()}", "-DGPU_TARGET=nvvm"], capture_output=True, text=True,
                          env=environment())
     assert run.returncode != 0 and "nothere.mlir" in run.stderr and "mlirgpu_add_object(k)" in run.stderr
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_dumps_turned_off_are_removed_and_clean_removes_every_dump_folder(generator, tmp_path):
+    """MLIRGPU_DUMP ON, then OFF: the next compile of each object and library removes the dump folder the
+    earlier one wrote (it would look current after a later edit), and `clean` removes dump folders also when the
+    configure that wrote them is not the last one."""
+    source = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "examples", "library"), source)
+    folder = tmp_path / "build"
+    dump_folders = [folder / "mathlib" / "mathlib.dumps", folder / "gpu_kernels" / "activations.dumps",
+                    folder / "gpu_kernels" / "normalize.dumps"]
+    configure(source, folder, generator, "-DGPU_TARGET=nvvm", "-DMLIRGPU_DUMP=ON")
+    build(folder)
+    assert all((dumps / "mlirgpu.json").is_file() for dumps in dump_folders)
+    configure(source, folder, generator, "-DMLIRGPU_DUMP=OFF")
+    build(folder, "--target", "clean")
+    assert not any(dumps.exists() for dumps in dump_folders)
+
+    configure(source, folder, generator, "-DMLIRGPU_DUMP=ON")
+    build(folder)
+    configure(source, folder, generator, "-DMLIRGPU_DUMP=OFF")
+    rebuilt = commands_run(build(folder))
+    assert {"MLIRGPU mathlib: mathlib.mlir", "MLIRGPU gpu_kernels: activations.mlir"} <= set(rebuilt)
+    assert not any(dumps.exists() for dumps in dump_folders)
+    assert commands_run(build(folder)) == []
+
+
+NEUTRAL_PROJECT = """\
+cmake_minimum_required(VERSION 3.5)
+project(p C)
+find_package(MLIRGPU CONFIG REQUIRED)
+mlirgpu_add_object(k SOURCES {source})
+"""
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_fixes_are_said_in_cmake_terms_at_configure_and_build_time(generator, tmp_path):
+    """Target-neutral sources and no GPU_TARGET: the configure fails naming the source, its line, and the cache
+    variable a CMake user sets. A compile error at build time names its fix in the same terms, never as the
+    CLI's `--target`."""
+    source = tmp_path / "src"
+    shutil.copytree(EXAMPLE, source)
+    (source / "CMakeLists.txt").write_text(NEUTRAL_PROJECT.format(source="scale.mlir"))
+    run = subprocess.run(["cmake", "-S", str(source), "-B", str(tmp_path / "b"), "-G", generator,
+                          f"-DCMAKE_PREFIX_PATH={cmake_dir()}"], capture_output=True, text=True, env=environment())
+    assert run.returncode != 0, run.stdout
+    assert f"mlirgpu_add_object(k): mlirgpu: {source / 'scale.mlir'}:3: error: gpu.module @scale_module has no " \
+           "target (fix: set -DGPU_TARGET=nvvm|rocdl|xevm (and -DGPU_CHIP=...)" in " ".join(run.stderr.split())
+    assert "--target" not in run.stderr
+
+    shutil.copy(os.path.join(ROOT, "tests", "corpus", "refusals", "device_nvgpu_mbarrier.mlir"), source)
+    (source / "CMakeLists.txt").write_text(NEUTRAL_PROJECT.format(source="device_nvgpu_mbarrier.mlir"))
+    configure(source, tmp_path / "b", generator, "-DGPU_TARGET=rocdl")
+    failed = subprocess.run(["cmake", "--build", str(tmp_path / "b"), "--target", "k_compile"], capture_output=True,
+                            text=True, env=environment())
+    assert failed.returncode != 0
+    assert "(fix: the nvgpu dialect is for nvvm only: set -DGPU_TARGET=nvvm)" in failed.stdout + failed.stderr
+
+
+def test_each_cmake_and_meson_spelling_of_an_option_is_one_the_package_and_recipes_read():
+    """The spellings fixes use (compile_options.OPTIONS) name cache variables and keywords MLIRGPUConfig.cmake
+    reads, and options the Meson recipes define: a fix never names a setting that does not exist."""
+    from mlirgpu.compile_options import OPTIONS
+
+    package = open(os.path.join(cmake_dir(), "MLIRGPUConfig.cmake"), encoding="utf-8").read()
+    keywords = {word for lists in re.findall(r'cmake_parse_arguments\(PARSE_ARGV 1 ARG ((?:"[^"]*" ?)+)\)', package)
+                for word in re.findall(r"[A-Z_]+", lists)}
+    meson_options = "".join(open(os.path.join(ROOT, "examples", name, "meson_options.txt"), encoding="utf-8").read()
+                            for name in ("meson", "library"))
+    spelled = [option for option in OPTIONS if option.cmake]
+    assert {option.name for option in spelled} >= {"target", "chip", "lowering", "dump_dir", "link_libs"}
+    for option in spelled:
+        word = option.cmake.split("=")[0].split()[0]
+        if word.startswith("-D"):
+            assert re.search(rf"(?:set|option)\({word[2:]} ", package), option.cmake
+        else:
+            assert word in keywords, option.cmake
+    for option in OPTIONS:
+        if option.meson:
+            assert f"option('{option.meson.split('=')[0][2:]}'" in meson_options, option.meson

@@ -100,3 +100,15 @@ def test_depfile_lists_source_libraries_and_tools(tmp_path):
     (tmp_path / "k.d").unlink()
     run(["mlirgpu", "compile", str(source), "-o", "k.o", "--format", "bin", "--depfile", "k.d"], tmp_path)
     assert (tmp_path / "k.d").read_text() == text
+
+
+def test_a_compile_error_names_the_recipes_meson_option(tmp_path):
+    """The recipe runs its compiles with `--caller meson`: a fix that names the target says the recipe's
+    `-Dgpu_target=...`, not the CLI's `--target`."""
+    work = copy_examples(tmp_path) / "meson"
+    shutil.copy(os.path.join(ROOT, "tests", "corpus", "refusals", "device_nvgpu_mbarrier.mlir"), work / "blend.mlir")
+    run(["meson", "setup", "build", "-Dgpu_target=rocdl"], work)
+    failed = subprocess.run(["meson", "compile", "-C", "build", "blend_gpu"], cwd=work, capture_output=True,
+                            text=True, env=ENV)
+    assert failed.returncode != 0
+    assert "(fix: the nvgpu dialect is for nvvm only: set -Dgpu_target=nvvm)" in failed.stdout + failed.stderr

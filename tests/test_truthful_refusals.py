@@ -4,6 +4,7 @@ that the toolkit refuses)."""
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -93,6 +94,41 @@ def test_an_nvidia_only_dialect_for_another_target_names_the_target_it_needs(tmp
     source = os.path.join(REFUSALS, "device_nvgpu_mbarrier.mlir")
     run = compile_(source, "--target", "rocdl", cwd=tmp_path)
     assert run.returncode == 1 and "(fix: the nvgpu dialect is for nvvm only: set --target nvvm)" in run.stderr
+
+
+def test_a_missing_target_is_named_in_each_callers_terms_with_the_targets_to_choose(tmp_path):
+    """No target for target-neutral code: the plain CLI says --target, SCons GPU_TARGET, each with the registered
+    targets; `list-outputs` (a build system's configure step) fails as the compile does."""
+    from sconsutil import TOOLPATH, scons
+
+    source = tmp_path / "k.mlir"
+    shutil.copy(os.path.join(ROOT, "examples", "cmake", "scale.mlir"), source)
+    run = compile_(str(source), cwd=tmp_path)
+    assert run.returncode == 1 and run.stderr == f"mlirgpu: {source}:3: error: gpu.module @scale_module has no " \
+        "target (fix: set --target nvvm|rocdl|xevm (and --chip) or give the module a target attribute " \
+        "(#nvvm.target, #rocdl.target, #xevm.target))\n", run.stderr
+    listing = subprocess.run([sys.executable, "-m", "mlirgpu", "list-outputs", str(source), "-o", "k.o"],
+                             capture_output=True, text=True, env=ENV, cwd=tmp_path)
+    assert listing.returncode == 1 and listing.stdout == "" and listing.stderr == run.stderr
+    (tmp_path / "SConstruct").write_text(f"env = Environment(tools=['default', 'mlirgpu'], toolpath=[{TOOLPATH!r}])\n"
+                                         "env.GpuObject('k', 'k.mlir')\n")
+    built = scons(tmp_path, check=False)
+    assert built.returncode != 0 and "(fix: set GPU_TARGET=nvvm|rocdl|xevm (and GPU_CHIP) or give the module a " \
+        "target attribute" in built.stderr, built.stderr
+
+
+def test_each_command_of_one_process_says_fixes_in_its_own_callers_terms(tmp_path, capsys):
+    """A compile server's runner serves command after command in one process: a plain command after one run
+    with `--caller cmake` says the CLI's `--target` again."""
+    from mlirgpu.frontends.cli import main
+
+    source = str(tmp_path / "k.mlir")
+    shutil.copy(os.path.join(ROOT, "examples", "cmake", "scale.mlir"), source)
+    said = []
+    for caller in (["--caller", "cmake"], [], ["--caller", "meson"]):
+        assert main(["compile", *caller, source, "-o", str(tmp_path / "k.o")]) == 1
+        said.append(re.search(r"fix: set (\S+)", capsys.readouterr().err).group(1))
+    assert said == ["-DGPU_TARGET=nvvm|rocdl|xevm", "--target", "-Dgpu_target=nvvm|rocdl|xevm"]
 
 
 @pytest.mark.parametrize("target", ["rocdl", "xevm"])

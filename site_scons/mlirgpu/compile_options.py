@@ -53,31 +53,33 @@ class Option:
     help: str
     choices: tuple = None  # allowed values, when they are a fixed set
     metavar: str = None
+    cmake: str = ""  # how the CMake package's user sets it ({} the value; '' where only OPTIONS can)
+    meson: str = ""  # the Meson recipe's option for it (examples/meson; '' where its command line says the flag)
 
 
 OPTIONS = (
     Option("target", "--target", "GPU_TARGET", "target of gpu.modules that carry none (they are lowered first)",
-           metavar="TARGET"),
+           metavar="TARGET", cmake="-DGPU_TARGET={}", meson="-Dgpu_target={}"),
     Option("chip", "--chip", "GPU_CHIP", "chip, or chips separated by commas, for those modules (default: the "
-           "oldest the toolchain accepts)", metavar="CHIP[,CHIP]"),
+           "oldest the toolchain accepts)", metavar="CHIP[,CHIP]", cmake="-DGPU_CHIP={}", meson="-Dgpu_chip={}"),
     Option("features", "--features", "GPU_FEATURES", "LLVM target features for those modules, e.g. +ptx80",
-           metavar="F"),
+           metavar="F", cmake="-DGPU_FEATURES={}"),
     Option("opt_level", "-O", "GPU_OPT_LEVEL", "optimization level of those modules (default: the target's, 2)",
-           choices=("0", "1", "2", "3"), metavar="N"),
+           choices=("0", "1", "2", "3"), metavar="N", cmake="-DGPU_OPT_LEVEL={}"),
     Option("format", "--format", "GPU_FORMAT", "what is embedded: ISA text, the binary, or a fat binary",
-           choices=FORMATS),
+           choices=FORMATS, cmake="-DGPU_FORMAT={}"),
     Option("section", "--section", "GPU_SECTION", "ELF section of the embedded binaries (default .rodata)",
-           metavar="NAME"),
+           metavar="NAME", cmake="SECTION {}"),
     Option("layout", "--layout", "GPU_LAYOUT", "plain, or vendor: the sections cuobjdump and HIP tools read",
-           choices=LAYOUTS),
+           choices=LAYOUTS, cmake="LAYOUT {}"),
     Option("toolkit", "--toolkit", "GPU_TOOLKIT", "CUDA or ROCm root (default: found from the environment)",
-           metavar="DIR"),
+           metavar="DIR", cmake="-DGPU_TOOLKIT={}"),
     Option("link_libs", "-l", "GPU_LINKLIBS", "bitcode library linked before the target's own (repeatable)",
-           metavar="LIB.bc"),
+           metavar="LIB.bc", cmake="LINK_LIBS {}"),
     Option("opts", "--opts", "GPU_OPTS", "extra options for the binary tool (ptxas), split as upstream splits "
            "them", metavar="OPTIONS"),
     Option("dump_dir", "--dump-intermediates", "GPU_DUMPDIR", "write every stage's output into this folder",
-           metavar="DIR"),
+           metavar="DIR", cmake="-DMLIRGPU_DUMP=ON"),
     Option("dump_prefix", "--dump-prefix", "", "prefix of every dump file name (flat output folders)",
            metavar="PREFIX"),
     Option("header", "--header", "GPU_HEADER", "write a C header declaring the object's symbols",
@@ -89,7 +91,7 @@ OPTIONS = (
     Option("depfile", "--depfile", "", "write a Make-style depfile: source, libraries, device libraries, tools",
            metavar="FILE.d"),
     Option("lowering", "--lowering", "GPU_LOWERING", "mlir-opt pass pipeline for target-neutral modules instead "
-           "of the built-in lowering", metavar="PIPELINE"),
+           "of the built-in lowering", metavar="PIPELINE", cmake="-DGPU_LOWERING={}"),
     Option("substitute", "--substitute", "GPU_SUBSTITUTE", "a folder of hand-edited stage outputs named like the "
            "dumps (k.opt.ll, k.isa, k.cubin...): each replaces that stage's output, and the later stages run from it",
            metavar="DIR"),
@@ -97,12 +99,15 @@ OPTIONS = (
            "file per target and chip, -o naming its prefix) that kernels elsewhere link with -l", choices=EMITS),
 )
 BY_NAME = {option.name: option for option in OPTIONS}
-errors.know_options({option.name: (option.flag, option.variable) for option in OPTIONS})
+errors.know_options({option.name: (option.flag, option.variable, option.cmake, option.meson) for option in OPTIONS})
 
 
 def hint(name, value=None):
-    """A mention of an option (with a value) in a message or fix, which each front end renders in its own
-    terms (see errors.render_hints). Markers, not text, delimit it, so any value survives."""
+    """A mention of an option (with a value, or a tuple of values to choose from) in a message or fix, which each
+    front end renders in its own terms (see errors.render_hints). Markers, not text, delimit it, so any value
+    survives."""
+    if isinstance(value, tuple):
+        value = errors.ALTERNATIVES.join(map(str, value))
     return "\x1eoption:" + name + ("" if value is None else "\x1f" + str(value)) + "\x1e"
 
 

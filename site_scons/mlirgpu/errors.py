@@ -5,42 +5,58 @@ Every failure a user can cause (bad input, a missing tool, an unwritable folder,
 `str(error)` as a single line and exits 1; the SCons tool turns it into a build error for the target. A bug of
 ours becomes an `InternalError`: one line naming the stage, its traceback kept for `-v` / `MLIRGPU_DEBUG=1`.
 
-A fix that names an option is written with options.hint(NAME[, VALUE]) and shown in the front end's terms:
-`--chip sm_90` (CLI, the default), `GPU_CHIP=sm_90` (SCons), `chip='sm_90'` (API).
+A fix that names an option is written with options.hint(NAME[, VALUE]) and shown in the caller's terms, each
+front end's spelling coming from the one table of options (mlirgpu.compile_options): `--chip sm_90` (CLI, the
+default), `GPU_CHIP=sm_90` (SCons), `chip='sm_90'` (API), `-DGPU_CHIP=sm_90` (a compile the CMake package runs:
+`mlirgpu compile --caller cmake`), `-Dgpu_chip=sm_90` (the Meson recipe's, `--caller meson`).
 """
 import re
 
+STYLES = ("cli", "scons", "api", "cmake", "meson")
+ALTERNATIVES = "\x1d"  # separates the values of a hint that offers several (`--format isa|bin`)
 _STYLE = ["cli"]
-_OPTION_NAMES = {}  # option name -> (CLI flag, SCons variable), given by mlirgpu.compile_options (which imports this module)
+_OPTION_NAMES = {}  # option name -> (CLI flag, SCons variable, CMake spelling, Meson spelling), from compile_options
 MAX_MESSAGE = 600  # characters of a message on its one line; the whole text stays in `detail`
 
 
 def set_style(style):
-    """How fixes name options in this process: 'cli', 'scons' or 'api'."""
+    """How fixes name options in this process: one of STYLES."""
     _STYLE[0] = style
 
 
 def know_options(names):
-    """Learn how each option is spelled on the command line and in SCons ({name: (flag, variable)})."""
+    """Learn how each front end spells each option ({name: (flag, variable, cmake, meson)}; a CMake or Meson
+    spelling is a template with `{}` for the value, or a fixed text; '' where that front end has none)."""
     _OPTION_NAMES.update(names)
 
 
 def render_hints(text):
     """Mentions of options (options.hint) in the front end's terms."""
-    import shlex
-
     def one(match):
         name, value = match.group(1), match.group(2)
-        if name not in _OPTION_NAMES:
-            return name
-        flag, variable = _OPTION_NAMES[name]
-        if _STYLE[0] == "scons" and variable:
-            return f"{variable}={shlex.quote(value)}" if value is not None else variable
-        if _STYLE[0] == "api":
-            return f"{name}={value!r}" if value is not None else name
-        return f"{flag} {shlex.quote(value)}" if value is not None else flag
+        return _spelled(name, None if value is None else value.split(ALTERNATIVES)) if name in _OPTION_NAMES \
+            else name
 
     return re.sub("\x1eoption:(\\w+)(?:\x1f([^\x1e]*))?\x1e", one, text)
+
+
+def _spelled(name, values):
+    """Option `name` with `values` (alternatives; None: no value) as the style of this process writes it. CMake
+    passes an option without a spelling of its own in OPTIONS, the Meson recipe on its compile command."""
+    import shlex
+
+    flag, variable, cmake, meson = _OPTION_NAMES[name]
+    style = _STYLE[0]
+    if style == "api":
+        return name if values is None else "|".join(f"{name}={value!r}" for value in values)
+    template = {"scons": variable and variable + "={}", "cmake": cmake or f"OPTIONS {flag} {{}}",
+                "meson": meson}.get(style) or f"{flag} {{}}"
+    if "{}" not in template:  # a fixed spelling: -DMLIRGPU_DUMP=ON
+        return template
+    if values is None:
+        head = template.split("{}")[0]
+        return head + "..." if head.endswith("=") and style in ("cmake", "meson") else head.rstrip(" =")
+    return template.replace("{}", "|".join(map(shlex.quote, values)))
 
 
 class CompileError(Exception):

@@ -98,35 +98,63 @@ endfunction()
 
 # One compile of <source> for <command>(<name>) (`paths`: its output options, `options`, linking `libraries`):
 # every file it writes, from `mlirgpu list-outputs`, declared as the custom command's outputs, and set in
-# _mlirgpu_listed.
-function(_mlirgpu_compile command name source folder stem paths options libraries)
+# _mlirgpu_listed. `dumps`: the source's dump folder, written with MLIRGPU_DUMP and else emptied of what an
+# earlier compile with dumps left there (`--stale-dumps`); `clean` removes it either way. A library's bitcode
+# keeps its time when its bytes do, so nothing linking it rebuilds (Ninja's restat); Make would then run the
+# compile on every build, so with Makefiles a `stamp`, touched by every compile, is the primary output Make
+# compares with the source, and the bitcode files are byproducts. (Ninja keeps them as outputs: its depfile
+# check wants the compile's depfile to name the first output, the first bitcode file.)
+function(_mlirgpu_compile command name source folder stem paths options libraries dumps stamp)
   set(what "${command}(${name})")
   get_source_file_property(generated "${source}" GENERATED)
   if(NOT EXISTS "${source}" AND NOT generated)
     message(FATAL_ERROR "${what}: no source ${source} (fix: name an existing .mlir file "
                         "relative to ${CMAKE_CURRENT_SOURCE_DIR})")
   endif()
-  # Which files the compile writes depends on the source's gpu.modules: read again when it changes.
+  set(stale)
+  if(MLIRGPU_DUMP)  # a folder per source: dumps keep their plain names (<module>.isa)
+    list(APPEND paths --dump-intermediates "${dumps}")
+  else()
+    set(stale --stale-dumps "${dumps}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${dumps}")
+  # Which files the compile writes depends on the source's gpu.modules: read again when it changes. A source
+  # that needs GPU_TARGET fails here, naming it (fixes are said in CMake's terms: --caller cmake).
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source}")
-  execute_process(COMMAND ${MLIRGPU_COMMAND} list-outputs "${source}" ${paths} ${options}
+  execute_process(COMMAND ${MLIRGPU_COMMAND} list-outputs --caller cmake "${source}" ${paths} ${options}
                   OUTPUT_VARIABLE listed ERROR_VARIABLE problem RESULT_VARIABLE failed
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(failed OR listed STREQUAL "")
+    string(STRIP "${problem}" problem)
     message(FATAL_ERROR "${what}: ${problem}")
   endif()
   string(REPLACE "\n" ";" listed "${listed}")
   set(depfile "${folder}/${stem}.d")
   # The options as a file rewritten only when they change: every generator then rebuilds on a new GPU_TARGET.
   file(CONFIGURE OUTPUT "${folder}/${stem}.options" CONTENT "${MLIRGPU_COMMAND} ${paths} ${options}\n")
+  set(outputs ${listed})
+  set(byproducts)
+  set(touch)
+  if(stamp AND CMAKE_GENERATOR MATCHES "Makefiles")
+    set(byproducts ${listed})
+    list(FILTER byproducts INCLUDE REGEX "\\.bc$")  # the rest are dumps and the record
+    list(FILTER outputs EXCLUDE REGEX "\\.bc$")
+    set(outputs "${stamp}" ${outputs})
+    set(touch COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}")
+  endif()
   add_custom_command(
-    OUTPUT ${listed}
-    COMMAND ${MLIRGPU_COMMAND} compile "${source}" ${paths} --depfile "${depfile}" ${options}
+    OUTPUT ${outputs}
+    BYPRODUCTS ${byproducts}
+    COMMAND ${MLIRGPU_COMMAND} compile --caller cmake "${source}" ${paths} ${stale} --depfile "${depfile}"
+            ${options}
+    ${touch}
     DEPENDS "${source}" ${libraries} "${folder}/${stem}.options"
     DEPFILE "${depfile}"
     COMMENT "MLIRGPU ${name}: ${stem}.mlir"
     VERBATIM)
   set_property(DIRECTORY APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${depfile}")
   set(_mlirgpu_listed ${listed} PARENT_SCOPE)
+  set(_mlirgpu_outputs ${outputs} PARENT_SCOPE)
 endfunction()
 
 function(mlirgpu_add_object name)
@@ -144,12 +172,8 @@ function(mlirgpu_add_object name)
     get_filename_component(stem "${source}" NAME_WE)
     set(object "${folder}/${stem}.o")
     set(paths -o "${object}" --header "${folder}/${stem}.h")
-    if(MLIRGPU_DUMP)  # a folder per source: dumps keep their plain names (<module>.isa)
-      list(APPEND paths --dump-intermediates "${folder}/${stem}.dumps")
-      set_property(DIRECTORY APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${folder}/${stem}.dumps")
-    endif()
     _mlirgpu_compile(mlirgpu_add_object "${name}" "${source}" "${folder}" "${stem}" "${paths}" "${options}"
-                     "${libraries}")
+                     "${libraries}" "${folder}/${stem}.dumps" "")
     list(APPEND objects "${object}")
     list(APPEND outputs_of_all ${_mlirgpu_listed})
   endforeach()
@@ -173,15 +197,11 @@ function(mlirgpu_add_library name)
   file(MAKE_DIRECTORY "${folder}")
   get_filename_component(source "${ARG_SOURCE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   set(paths -o "${folder}/${name}" --emit library)
-  if(MLIRGPU_DUMP)
-    list(APPEND paths --dump-intermediates "${folder}/${name}.dumps")
-    set_property(DIRECTORY APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${folder}/${name}.dumps")
-  endif()
   _mlirgpu_compile(mlirgpu_add_library "${name}" "${source}" "${folder}" "${name}" "${paths}" "${options}"
-                   "${libraries}")
+                   "${libraries}" "${folder}/${name}.dumps" "${folder}/${name}.stamp")
   set(bitcode ${_mlirgpu_listed})
   list(FILTER bitcode INCLUDE REGEX "\\.bc$")  # the rest are dumps and the record
-  add_custom_target(${name} DEPENDS ${_mlirgpu_listed})
+  add_custom_target(${name} DEPENDS ${_mlirgpu_outputs})
   set_property(TARGET ${name} PROPERTY MLIRGPU_BITCODE ${bitcode})
   set_property(TARGET ${name} PROPERTY MLIRGPU_OUTPUTS ${_mlirgpu_listed})
 endfunction()

@@ -233,12 +233,9 @@ def _local_depfile(text):
 
 def _remove_stale_dumps(source, options, previous_record, dumps_now):
     """What the previous compile of `source` dumped here and this one did not (the worker never saw those)."""
+    from ..pipeline.dumps import remove_stale_dumps
     from ..pipeline.record import listed_dumps, project_path
-    from ..util.fsutil import remove_quietly
 
-    if not previous_record or not options.dump_dir:
-        return
-    keep = {os.path.basename(path) for path in dumps_now}
-    for name in listed_dumps(previous_record, project_path(source)):
-        if name not in keep:
-            remove_quietly(os.path.join(options.dump_dir, name))
+    if previous_record and options.dump_dir:
+        remove_stale_dumps(options.dump_dir, listed_dumps(previous_record, project_path(source)),
+                           {os.path.basename(path) for path in dumps_now})

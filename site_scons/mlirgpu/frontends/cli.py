@@ -17,6 +17,7 @@ import functools
 import os
 import sys
 
+from .. import errors
 from ..execution import compiles
 from ..errors import CompileError, InternalError
 from ..util.fsutil import remove_quietly
@@ -53,6 +54,9 @@ def _compile_options(command):
             command.add_argument(option.flag, default="" if default is None else default, **kwargs)
     command.add_argument("-v", "--verbose", action="store_true",
                          help="on errors, show the tools' output, repro commands and tracebacks")
+    command.add_argument("--caller", choices=("cli", "cmake", "meson"), default="cli",
+                         help="the build system running this command: fixes name options as it spells them "
+                              "(-DGPU_TARGET=... for cmake, -Dgpu_target=... for meson)")
 
 
 class _PrintCMakeDir(argparse.Action):
@@ -77,6 +81,9 @@ def _parser():
     compile_.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
     compile_.add_argument("--trace", metavar="FILE.json", default="",
                           help="write a Chrome trace (Perfetto, chrome://tracing) of the compile's stages")
+    compile_.add_argument("--stale-dumps", metavar="DIR", default="",
+                          help="a dump folder an earlier compile of this source wrote and this one does not: "
+                               "what its record lists, the record and the emptied folder are removed")
     listing = commands.add_parser("list-outputs", help="print the files `compile` with the same options writes")
     _compile_options(listing)
     artifacts = commands.add_parser("artifacts", help="manifest, reports and archive from compiles' dump folders")
@@ -114,6 +121,7 @@ def _list_outputs(args):
     from ..pipeline.scan import planned_outputs
 
     options = check_options(args.input, _options(args))
+    _check_target_given(args.input, options)
     # A library's bitcode files (`-o` being their prefix), else the object and its header.
     outputs = _library_files(args) or [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
@@ -122,6 +130,24 @@ def _list_outputs(args):
         outputs += [folder + name for name in planned_outputs(args.input, options)]  # plain names
     print("\n".join(outputs))
     return 0
+
+
+def _check_target_given(source, options):
+    """A source with gpu.modules that need the build's target fails when none is set, as its compile would: so a
+    build system's configure step says it (CMake's, Meson's). Where the scan steps aside the compile says it."""
+    from ..pipeline.planning import missing_target
+    from ..pipeline.scan import Unreadable, read_text, scan_file
+
+    if options.target:
+        return
+    try:
+        untargeted = [module for module in scan_file(source).modules if not module.targets]
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return
+    if untargeted:
+        real = next((module for module in untargeted if module.start >= 0), None)
+        line = real and read_text(source)[0].count("\n", 0, real.start) + 1
+        raise missing_target(source, real and real.name, line)
 
 
 def _artifacts(args):
@@ -207,6 +233,10 @@ def _compile(args):
     from ..pipeline.planning import check_options
 
     options = check_options(args.input, _options(args))
+    if args.stale_dumps:
+        from ..pipeline.dumps import forget_dumps
+
+        forget_dumps(args.stale_dumps, args.input, options)
     result = compiles.compile_command(args.input, args.output, options, _tell)
     _report(args, result)
     return 0
@@ -284,6 +314,7 @@ def main(argv=None):
             _remove_stale_outputs(known.o or known.output, known.header, known.depfile, known.input)
         raise
     debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
+    errors.set_style(getattr(args, "caller", "cli"))  # every command: a server's runner serves the next one too
     try:
         return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
                 "cache": _cache, "server": _server,

@@ -36,7 +36,7 @@ class DumpFolder:
             reason = exc.strerror
         if reason:
             raise CompileError(f"cannot write the dump folder '{self.folder}': {reason}", file=source,
-                               fix=f"choose a writable {hint('dump_dir')} folder")
+                               fix=f"choose a writable folder for the dumps ({hint('dump_dir')})")
         remove_stale_temps([os.path.join(self.folder, name) for name in planned])
         self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
         self.previous = read_listed_dumps(self.record_path, project_path(source))
@@ -69,11 +69,34 @@ class DumpFolder:
     def finish(self, record):
         """Remove what the previous compile wrote and this one did not, then write the record (`record` as
         `new_record` built it, completed here with the files written and their hashes)."""
-        keep = {os.path.basename(path) for path in self.hashes}
-        for name in self.previous:
-            if name not in keep:
-                remove_quietly(os.path.join(self.folder, name))
+        remove_stale_dumps(self.folder, self.previous, {os.path.basename(path) for path in self.hashes})
         self.write(RECORD_DUMP, record_text(complete_record(record, self.folder, self.hashes, self.prefix)))
+
+
+def remove_stale_dumps(folder, listed, keep=()):
+    """Remove from `folder` the dumps an earlier compile's record listed (`listed`, plain names) that this compile
+    does not write (`keep`): the one removal of stale dumps (here, SCons's action, a Dask client, and a compile
+    told an earlier one's folder), so no dump of another target, chip or setting is left to look current."""
+    for name in listed:
+        if name not in keep:
+            remove_quietly(os.path.join(folder, name))
+
+
+def forget_dumps(folder, source, options):
+    """Remove what an earlier compile of `source` dumped in `folder`, its record, and the folder when that
+    empties it (`mlirgpu compile --stale-dumps`: the CMake package's compiles once MLIRGPU_DUMP is off). Nothing
+    when `folder` is this compile's own dump folder (DumpFolder keeps it current) or holds no record of
+    `source`."""
+    if options.dump_dir and os.path.realpath(options.dump_dir) == os.path.realpath(folder):
+        return
+    record = options.dump_prefix + RECORD_DUMP
+    listed = read_listed_dumps(os.path.join(folder, record), project_path(source))
+    if listed:
+        remove_stale_dumps(folder, listed + [record])
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass  # other files are there: not only ours
 
 
 def _holds(path, data):

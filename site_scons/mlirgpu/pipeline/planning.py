@@ -84,6 +84,18 @@ def tool_identities(options, environment=None):
     return identities
 
 
+def missing_target(source, module=None, line=None):
+    """The error of a compile that needs the build's target and has none: gpu.module @`module` carries none, or
+    (`module` None) kernels are outlined from gpu.launch. One text wherever it is found (planning, lowering,
+    `list-outputs` for a build system's configure step), its fix listing the targets."""
+    from ..targets import TARGETS
+
+    return CompileError(f"gpu.module @{module} has no target" if module else "gpu.launch needs outlining",
+                        file=source, line=line,
+                        fix=f"set {hint('target', tuple(TARGETS))} (and {hint('chip')}) or give the module a target "
+                            f"attribute ({', '.join('#' + t.attribute for t in TARGETS.values())})")
+
+
 def plan(modules, source, options):
     """The jobs for `modules`: parameters, chips and name collisions checked, before any work."""
     if not modules:
@@ -93,8 +105,7 @@ def plan(modules, source, options):
     seen = {}
     for module in modules:
         if not module.targets:
-            raise CompileError(f"gpu.module @{module.name} has no target", file=source, line=module.line,
-                               fix=f"set {hint('target')} (and {hint('chip')}) or give the module a target attribute")
+            raise missing_target(source, module.name, module.line)
         for attr, (stem, symbol) in zip(module.targets, job_names(module.name, module.targets)):
             problem = attr.target.parameter_problem(attr.params)
             if problem:

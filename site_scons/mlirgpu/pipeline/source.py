@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from ..errors import CompileError, CompileWarning
 from ..util.fsutil import read_source
 from . import lowering
+from .planning import missing_target
 from ..compile_options import hint
 from ..util.mlirops import first_gpu_module, function_attribute_names, gpu_module_header, op_spans
 from ..util.mlirtext import (SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, target_list,
@@ -390,13 +391,8 @@ def load(path, options):
         options = replace(options, target=modules[0].targets[0].target.name)  # a pipeline that attaches none
     if lowering_needed(text, modules) or (options.lowering and modules):  # a user's pipeline runs on them all
         if not options.target:
-            untargeted = [m for m in modules if not m.targets]
-            what = f"gpu.module @{untargeted[0].name} has no target" if untargeted else "gpu.launch needs outlining"
-            raise CompileError(
-                what, file=path, line=untargeted[0].line if untargeted else None,
-                fix=f"set {hint('target')} (and {hint('chip')}) or give the module a target attribute "
-                    f"({', '.join('#' + t.attribute for t in TARGETS.values())})",
-            )
+            untargeted = next((m for m in modules if not m.targets), None)
+            raise missing_target(path, untargeted and untargeted.name, untargeted and untargeted.line)
         target = TARGETS[options.target]
         chips = [chip for chip in (options.chip or target.default_chip).split(",") if chip]
         for chip in chips:
