@@ -118,7 +118,7 @@ TIERS = {
              "test_link_plan"),
     "build": ("test_scons", "test_repository", "test_meson", "test_cmake", "test_wheel", "test_drop_in",
               "test_host_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
-              "test_truthful_refusals", "test_bench_smoke", "test_library_builds"),
+              "test_truthful_refusals", "test_bench_smoke", "test_library_builds", "test_environment"),
     "identity": ("test_upstream_identity", "test_xevm", "test_scan_differential", "test_pasted_pipelines",
                  "test_library_identity", "test_many_modules"),
     "robustness": ("test_hostile_input", "test_reliability", "test_stress", "test_trust", "test_missing_tools",

@@ -17,6 +17,7 @@ import resource
 import sys
 import time
 
+from ..errors import CompileError
 from ..execution import rendezvous
 
 SERVED = ("compile", "list-outputs")
@@ -140,8 +141,12 @@ def main(argv=None):
     if problem:
         sys.stderr.write(f"mlirgpu: error: {problem}\n")
         return 1
-    if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
-        code = run_remote(argv)
+    if argv[:1] and argv[0] in SERVED and "-h" not in argv and "--help" not in argv:
+        try:
+            code = run_remote(argv) if rendezvous.wanted() else None
+        except CompileError as exc:  # a bad MLIRGPU_SERVER* setting: one line, as the command line says errors
+            sys.stderr.write(f"mlirgpu: {exc}\n")
+            return 1
         if code is not None:
             if command:  # the command is done: the interpreter's teardown would only delay the build tool
                 for stream in (sys.stdout, sys.stderr):
