@@ -8,6 +8,8 @@ ours becomes an `InternalError`: one line naming the stage, its traceback kept f
 A fix that names an option is written with options.hint(NAME[, VALUE]) and shown in the front end's terms:
 `--chip sm_90` (CLI, the default), `GPU_CHIP=sm_90` (SCons), `chip='sm_90'` (API).
 """
+import re
+
 _STYLE = ["cli"]
 _OPTION_NAMES = {}  # option name -> (CLI flag, SCons variable), given by mlirgpu.compile_options (which imports this module)
 MAX_MESSAGE = 600  # characters of a message on its one line; the whole text stays in `detail`
@@ -25,7 +27,6 @@ def know_options(names):
 
 def render_hints(text):
     """Mentions of options (options.hint) in the front end's terms."""
-    import re  # here, not at the top: the thin client imports this module (mlirgpu.util.environment)
     import shlex
 
     def one(match):

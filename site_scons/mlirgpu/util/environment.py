@@ -7,12 +7,10 @@ this one (tests/test_docs_reference.py), and no other module reads an MLIRGPU_* 
 
 A value is parsed when it is asked for (`value(NAME)`), from this process's environment or a given one: the
 compile server and the workers take each command's environment with its request, so nothing is kept between
-reads, and a read is a dictionary lookup and a few string operations. This module imports only `os` (and the
-errors module, which imports nothing) because the thin client reads MLIRGPU_SERVER before anything else.
+reads, and a read is a dictionary lookup and a few string operations. This module imports only `os` (the
+errors module when a value is bad) because the thin client reads MLIRGPU_SERVER before anything else.
 """
 import os
-
-from ..errors import CompileError
 
 BOOLEAN, INTEGER, SECONDS, SIZE, PATH, LIST, TEXT, SECRET = (
     "boolean", "integer", "seconds", "size", "path", "list", "text", "secret")
@@ -105,6 +103,8 @@ def value(name, environ=None):
         return None
     parsed = _PARSERS[row.kind](row, text)
     if parsed is None:
+        from ..errors import CompileError
+
         raise CompileError(f"{name}='{text[:40]}' is not {row.accepted()}",
                            fix=f"set it to {_example(row)}, or unset it")
     return parsed
@@ -118,6 +118,8 @@ def _secret(row, raw):
     """A secret as it is (never stripped, never shown); set but empty is refused: an unset CI secret expands
     to nothing, and a remote cache then shared without its secret must not pass for one with it."""
     if raw == "":
+        from ..errors import CompileError
+
         raise CompileError(f"{row.name} is set but empty", fix="set it to a secret, or unset it for no secret")
     return raw
 
