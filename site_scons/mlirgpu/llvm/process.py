@@ -31,7 +31,8 @@ class ToolTimedOut(CompileError):
 
 
 def timeout():
-    """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week; anything else is an error naming the variable, never a silent default."""
+    """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week; anything else
+    is an error naming the variable, never a silent default."""
     return environment.value("MLIRGPU_TOOL_TIMEOUT")
 
 
