@@ -33,16 +33,15 @@ class Variable:
         self.low, self.high, self.unit, self.example, self.internal = low, high, unit, example or default, internal
 
     def accepted(self):
-        """What a value of this row may be, in words (error messages and the reference's kind column)."""
+        """What a value of this row may be, in words, for the error about one it may not be (the kinds that
+        have such values: boolean, integer, seconds, size)."""
         if self.kind == BOOLEAN:
             return "one of " + ", ".join(f"{on}/{off}" for on, off in zip(TRUE_WORDS, FALSE_WORDS))
         if self.kind in (INTEGER, SECONDS):
             unit = self.unit or self.kind
             upper = "" if self.high in (None, float("inf")) else f" to {self.high:g}"
             return f"a number of {unit} from {self.low:g}{upper}"
-        if self.kind == SIZE:
-            return "a size (bytes, or with K, M, G, T)"
-        return f"a {self.kind}"
+        return "a size (bytes, or with K, M, G, T)"
 
 
 TABLE = (
