@@ -56,6 +56,33 @@ def test_every_mlirgpu_name_is_in_the_reference_and_no_other():
     assert sorted(documented - used) == [], "docs/reference.md names MLIRGPU_* names the code does not have"
 
 
+def _kind(row):
+    """The reference's kind column: the kind, with the bounds of a number."""
+    if row.low is None:
+        return row.kind
+    upper = "" if row.high in (None, float("inf")) else f" to {row.high:g}"
+    return f"{row.kind}, from {row.low:g}{upper}"
+
+
+def test_the_environment_table_is_the_reference():
+    """docs/reference.md's environment table against mlirgpu.util.environment's, both ways: each MLIRGPU_* row
+    with its kind, default and meaning as the table has them, no row the table lacks; the table's internal
+    variables are named in the paragraph about them."""
+    from mlirgpu.util import environment
+
+    section = reference().split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+    documented = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| `MLIRGPU_"):
+            documented[cells[0].strip("`")] = cells[1:]
+    expected = {row.name: [_kind(row), row.shown or (f"`{row.default}`" if row.default else ""), row.meaning]
+                for row in environment.TABLE if not row.internal}
+    assert documented == expected
+    internal = section.split("Set by the tool itself", 1)[1]
+    assert sorted(row.name for row in environment.TABLE if row.internal and f"`{row.name}`" not in internal) == []
+
+
 def test_every_toolkit_search_variable_is_in_the_reference():
     from mlirgpu.llvm import toolchain
     from mlirgpu.targets import TARGETS  # noqa: F401 - importing the targets registers their variables

@@ -169,14 +169,17 @@ def test_deep_json_does_not_stop_the_server(served):
 
 @pytest.mark.parametrize("value", ["inf", "1e400", "nan", "-1", "soon"])
 def test_server_timeout_values(served, value):
+    """`inf` waits a day; a value that is no number of seconds is an error naming it (as every variable's is,
+    mlirgpu.util.environment), before anything is compiled."""
     env, source = served
     env["MLIRGPU_SERVER_TIMEOUT"] = value
     run = mlirgpu("compile", source, "-o", source + ".o", env=env)
-    assert run.returncode == 0
     if value in ("inf", "1e400"):
-        assert run.stderr == ""
+        assert run.returncode == 0 and run.stderr == ""
     else:
-        _one_warning(run.stderr, f"MLIRGPU_SERVER_TIMEOUT={value!r} is not a number of seconds")
+        assert run.returncode == 1 and not os.path.exists(source + ".o"), run.stderr
+        assert run.stderr.startswith(f"mlirgpu: error: MLIRGPU_SERVER_TIMEOUT='{value}' is not a number of "
+                                     "seconds") and run.stderr.count("\n") == 1, run.stderr
 
 
 def test_a_server_that_cannot_start_costs_no_wait(tmp_path, served):

@@ -27,12 +27,12 @@ server, so a build pays the timeout about once, prints one warning, and goes on 
 import contextlib
 import hashlib
 import hmac
-import os
 import time
 import urllib.parse
 
 from . import store
 from ..errors import CompileError, CompileWarning
+from ..util import environment
 
 VARIABLE = "MLIRGPU_REMOTE_CACHE"
 DEFAULT_TTL = 30 * 24 * 3600
@@ -237,7 +237,7 @@ def _client_version(redis):
 def preload():
     """Import the redis client now when a remote cache is named (it takes 0.1 s: redis-py imports asyncio): a
     zygote does it once for every worker it forks, before their first compiles wait for it."""
-    if os.environ.get(VARIABLE, "").strip():
+    if environment.value(VARIABLE):
         import encodings.idna  # noqa: F401 - what connecting to a host name imports, in each worker otherwise
 
         with contextlib.suppress(ImportError):
@@ -246,17 +246,10 @@ def preload():
 
 def configured(breaker_path):
     """The remote tier `$MLIRGPU_REMOTE_CACHE` names, or None."""
-    url = os.environ.get(VARIABLE, "").strip()
+    url = environment.value(VARIABLE)
     if not url:
         return None
-    text = os.environ.get("MLIRGPU_REMOTE_CACHE_TIMEOUT", "").strip()
-    try:
-        timeout = float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        timeout = -1.0
-    if not 0 < timeout <= 60 or not text.isascii():
-        raise CompileError(f"MLIRGPU_REMOTE_CACHE_TIMEOUT='{text[:40]}' is not a number of seconds up to 60",
-                           fix="set it to e.g. 0.5, or unset it")
-    secret = os.environ.get("MLIRGPU_REMOTE_CACHE_SECRET") or None
-    return RemoteTier(url, breaker_path, os.environ.get("MLIRGPU_REMOTE_CACHE_PASSWORD") or None, timeout,
-                      secret.encode("utf-8", "surrogateescape") if secret else None)
+    secret = environment.value("MLIRGPU_REMOTE_CACHE_SECRET")
+    return RemoteTier(url, breaker_path, environment.value("MLIRGPU_REMOTE_CACHE_PASSWORD"),
+                      environment.value("MLIRGPU_REMOTE_CACHE_TIMEOUT"),
+                      secret.encode("utf-8", "surrogateescape") if secret is not None else None)

@@ -18,34 +18,25 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import struct
 import time
 
 from . import remote as remotecache, store
-from ..errors import CompileError
+from ..util import environment
 from ..util.fsutil import remove_quietly
 
-DEFAULT_LIMIT = 2 << 30
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _LENGTH = struct.Struct("<Q")
 
 
 def enabled():
-    """False when `$MLIRGPU_CACHE` turns the cache off (off, 0, no, false)."""
-    return os.environ.get("MLIRGPU_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+    """False when `$MLIRGPU_CACHE` turns the cache off (a boolean: mlirgpu.util.environment)."""
+    return environment.value("MLIRGPU_CACHE")
 
 
 def size_limit():
     """`$MLIRGPU_CACHE_SIZE` in bytes (a number, optionally with K, M, G or T); anything else is an error
     naming the variable, never a silent default."""
-    text = os.environ.get("MLIRGPU_CACHE_SIZE", "").strip()
-    if not text:
-        return DEFAULT_LIMIT
-    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?", text, re.I)
-    if not match:
-        raise CompileError(f"MLIRGPU_CACHE_SIZE='{text[:40]}' is not a size", fix="set it to e.g. 2G or 500M")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    return environment.value("MLIRGPU_CACHE_SIZE")
 
 
 def key(*parts):

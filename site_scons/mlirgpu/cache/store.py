@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 
+from ..util import environment
 from ..util.fsutil import remove_quietly, write_atomic
 
 MAGIC = b"mlirgpu-cache-1\n"
@@ -17,7 +18,7 @@ _DIGEST = 32
 
 def cache_root():
     """Root of our caches: `$MLIRGPU_CACHE_DIR`, else the user's (see user_cache_root)."""
-    return os.environ.get("MLIRGPU_CACHE_DIR") or user_cache_root()
+    return environment.value("MLIRGPU_CACHE_DIR") or user_cache_root()
 
 
 def user_cache_root():

@@ -14,6 +14,7 @@ from .pool import Pool
 from ..cache import remote as remotecache
 from ..llvm.process import ToolTimedOut
 from ..pipeline.translation import OWN, Translated
+from ..util import environment
 
 _POOL = Pool()  # this process's workers
 atexit.register(_POOL.shutdown)
@@ -134,6 +135,7 @@ class BuildSession:
         self.expected = 0
         self.batches = None
         self.stages = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS=1 prints
+        self.stats = False  # MLIRGPU_STATS, read when the tool is set up (a bad value stops it there)
         self.on_cluster = []  # the Dask workers that ran compiles
         self.trace_path = ""
         self.trace_events = []
@@ -143,9 +145,11 @@ class BuildSession:
     def start(self):
         """The build tool is set up in an environment: workers, and this process's own runs of MLIR's tools (its
         batches of translations, lowerings), come from a running compile server of this installation when there
-        is one (MLIRGPU_SERVER=off: never), else are this process's own."""
+        is one (MLIRGPU_SERVER=off: never), else are this process's own. Raises CompileError for a bad
+        MLIRGPU_STATS or MLIRGPU_SERVER*, which the tool stops on."""
         from . import served_tools
 
+        self.stats = environment.value("MLIRGPU_STATS")
         _POOL.from_server = True
         served_tools.supply_from_running_server()
 
@@ -195,7 +199,7 @@ class BuildSession:
                 write_trace(self.trace_path, self.trace_events)
             except CompileError as exc:  # the build is over: say so, as the build tool says other failures
                 self.tell(str(exc))
-        if self.stages and os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
+        if self.stages and self.stats:
             from ..cache.stagecache import summary
 
             remote = f", {len(self.on_cluster)} on the Dask cluster" if self.on_cluster else ""

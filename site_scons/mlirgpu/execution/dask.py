@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from . import remote_answer as remoteanswer
 from ..cache import store
 from ..errors import CompileError
+from ..util import environment
 from ..util.fsutil import read_source, write_atomic
 from .dask_cluster import Executor
 from .dask_fingerprint import fingerprint
@@ -33,7 +34,7 @@ SCHEME = "dask://"
 
 def configured_url(environ=None):
     """The executor URL set in `environ` (default: this process's), or '' for local compiles."""
-    url = ((environ if environ is not None else os.environ).get(VARIABLE) or "").strip()
+    url = environment.value(VARIABLE, environ)
     if url in ("", "local"):
         return ""
     if not url.startswith(SCHEME) or not url[len(SCHEME):].strip("/"):
@@ -94,10 +95,7 @@ def executor(url):
 
     with _executors_lock:
         if url not in _executors:
-            try:
-                timeout = float(os.environ.get("MLIRGPU_EXECUTOR_TIMEOUT", "5"))
-            except ValueError:
-                timeout = 5.0
+            timeout = environment.value("MLIRGPU_EXECUTOR_TIMEOUT")
             _executors[url] = Executor(url, "tcp://" + url[len(SCHEME):].strip("/"),
                                        os.path.join(open_cache_root(), "executor-breaker"), timeout, _pending)
         return _executors[url]
@@ -210,7 +208,7 @@ def _plain_destination(folder):
 def _profile(source, seconds, answer, job):
     """With $MLIRGPU_PROFILE: one JSON line per remote compile (the client's wait, the worker's time, the bytes
     each way), for the benchmarks' per-job overheads."""
-    path = os.environ.get("MLIRGPU_PROFILE")
+    path = environment.value("MLIRGPU_PROFILE")
     if path:
         import json
 

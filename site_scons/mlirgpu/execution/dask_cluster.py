@@ -6,29 +6,24 @@ the compile runs here after one warning. A scheduler that cannot be reached, or 
 our fingerprint, costs one warning and local compiles; the verdict is kept for BREAKER_SECONDS in a file of the
 local cache, so the other processes of a build (Ninja's) skip it."""
 import os
-import re
 import threading
 import time
 
 from ..cache import store
-from ..errors import CompileError, CompileWarning
+from ..errors import CompileWarning
+from ..util import environment
 from .dask_fingerprint import worker_fingerprint
 from .dask_worker import Refused, run_job
 
 BREAKER_SECONDS = 60
 WAIT_VARIABLE = "MLIRGPU_EXECUTOR_WAIT"
-MAX_WAIT = 7 * 24 * 3600
 POLL_SECONDS = 1.0  # how often a waiting compile checks that a worker it may run on is still in the cluster
 
 
 def wait_seconds():
     """How long a compile waits for its worker's answer before compiling here: `$MLIRGPU_EXECUTOR_WAIT` (default
     600, as long as one tool may run), seconds from 1 to a week; anything else is an error naming the variable."""
-    text = os.environ.get(WAIT_VARIABLE, "600").strip()
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_WAIT:
-        return float(text)
-    raise CompileError(f"{WAIT_VARIABLE}='{text[:40]}' is not a number of seconds from 1 to {MAX_WAIT}",
-                       fix="set it to e.g. 600, or unset it")
+    return environment.value(WAIT_VARIABLE)
 
 
 class Executor:

@@ -10,6 +10,7 @@ line naming the worker, before a single file is written.
 import os
 
 from ..errors import CompileError
+from ..util import environment
 
 MAX_BYTES_VARIABLE = "MLIRGPU_EXECUTOR_MAX_BYTES"
 DEFAULT_MAX_BYTES = 256 * 2**20
@@ -35,13 +36,7 @@ class _Bad(Exception):
 def max_bytes(sent):
     """The most bytes an answer's files may hold together: `$MLIRGPU_EXECUTOR_MAX_BYTES`, else 256 MiB or
     INPUT_FACTOR times the `sent` bytes, whichever is larger. A bad setting is an error naming it."""
-    text = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
-    if not text:
-        return max(DEFAULT_MAX_BYTES, INPUT_FACTOR * sent)
-    if text.isascii() and text.isdigit() and int(text) > 0:
-        return int(text)
-    raise CompileError(f"{MAX_BYTES_VARIABLE}='{text[:40]}' is not a number of bytes",
-                       fix="set it to a whole number such as 268435456 (256 MiB), or unset it")
+    return environment.value(MAX_BYTES_VARIABLE) or max(DEFAULT_MAX_BYTES, INPUT_FACTOR * sent)
 
 
 def checked(answer, where, source, planned, text_files, limit):

@@ -24,11 +24,10 @@ import sys
 import time
 import zlib
 
+from ..util import environment
 from ..version import PACKAGE as _PACKAGE, __version__, code_files, llvmlite_library
 
 PACKAGE = os.path.realpath(_PACKAGE)  # one name, whichever link SCons loaded it through
-DEFAULT_IDLE = 600
-DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86400.0
 MAX_REQUEST = 1 << 20  # the largest request a server takes (bytes of JSON)
 # A message of a Unix socket is bounded by its send buffer (about 200 KiB), a request's environment is not: a
@@ -44,22 +43,19 @@ class Unavailable(Exception):
 
 
 def wanted():
-    """False when `$MLIRGPU_SERVER` turns the server off (off, 0, no, false)."""
-    return os.environ.get("MLIRGPU_SERVER", "on").strip().lower() not in ("off", "0", "no", "false")
+    """False when `$MLIRGPU_SERVER` turns the server off (a boolean: mlirgpu.util.environment)."""
+    return environment.value("MLIRGPU_SERVER")
 
 
 def idle_seconds():
-    text = os.environ.get("MLIRGPU_SERVER_IDLE", "").strip()
-    try:
-        return max(1.0, float(text)) if text else DEFAULT_IDLE
-    except ValueError:
-        return DEFAULT_IDLE
+    """Seconds a server waits for a request before it exits (`$MLIRGPU_SERVER_IDLE`, at least 1)."""
+    return max(1.0, environment.value("MLIRGPU_SERVER_IDLE"))
 
 
 def folder():
     """The server folder, made if missing; Unavailable unless it is a directory of this user that no one else
     may enter (a socket there is then reachable by this user only)."""
-    path = os.environ.get("MLIRGPU_SERVER_DIR") or (
+    path = environment.value("MLIRGPU_SERVER_DIR") or (
         os.path.join(os.environ["XDG_RUNTIME_DIR"], "mlirgpu") if os.environ.get("XDG_RUNTIME_DIR")
         else os.path.join("/tmp", f"mlirgpu-{os.getuid()}"))
     try:
@@ -153,22 +149,8 @@ def fingerprint_of(inputs):
 def timeout():
     """Seconds a client waits for a server to start or to take a request (`$MLIRGPU_SERVER_TIMEOUT`, at least
     0.1 and at most a day: `inf` waits a day); a value that is no number of seconds (nan, negative, a word) is
-    said once and the default taken."""
-    text = os.environ.get("MLIRGPU_SERVER_TIMEOUT", "").strip()
-    try:
-        seconds = float(text or DEFAULT_TIMEOUT)
-    except ValueError:
-        seconds = -1.0
-    if seconds >= 0:  # false for nan
-        return min(max(0.1, seconds), MAX_TIMEOUT)
-    if text not in _said:
-        _said.add(text)
-        sys.stderr.write(f"mlirgpu: warning: MLIRGPU_SERVER_TIMEOUT={text!r} is not a number of seconds; "
-                         f"waiting {DEFAULT_TIMEOUT:g} s (fix: set it to a number such as 10)\n")
-    return DEFAULT_TIMEOUT
-
-
-_said = set()  # the bad timeouts already said
+    a CompileError naming it."""
+    return min(max(0.1, environment.value("MLIRGPU_SERVER_TIMEOUT")), MAX_TIMEOUT)
 
 
 def connect(path):
@@ -273,9 +255,11 @@ def decode(data):
 
 def start_server(directory):
     """Start a server for this installation in the background (it exits at once if another one got there
-    first) and wait until one answers; its connection, or None."""
+    first) and wait until one answers; its connection, or None. A bad MLIRGPU_SERVER_IDLE is a CompileError here,
+    in the command that would start it, not a server that dies in its log."""
     import subprocess
 
+    idle_seconds()
     path = socket_path(directory)
     root = os.path.dirname(PACKAGE)
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(

@@ -20,6 +20,7 @@ import sys
 from .. import errors
 from ..execution import compiles
 from ..errors import CompileError, InternalError
+from ..util import environment
 from ..util.fsutil import remove_quietly
 from ..compile_options import OPTIONS, CompileOptions
 from ..version import PACKAGE, __version__
@@ -205,7 +206,7 @@ def _cache(args):
           f"misses     {stats['misses']}{_hit_rate(stats['hits'], stats['misses'])}\n"
           f"stores     {stats['stores']}\n"
           f"evictions  {stats['evictions']}")
-    remote = os.environ.get(remotecache.VARIABLE, "").strip()
+    remote = environment.value(remotecache.VARIABLE)
     if remote:
         print(f"remote     {remotecache.shown(remote)}\n"
               f"  hits     {stats['remote_hits']}\n"
@@ -233,12 +234,13 @@ def _compile(args):
     from ..pipeline.planning import check_options
 
     options = check_options(args.input, _options(args))
+    stats = args.timings or environment.value("MLIRGPU_STATS")  # read first: a bad value compiles nothing
     if args.stale_dumps:
         from ..pipeline.dumps import forget_dumps
 
         forget_dumps(args.stale_dumps, args.input, options)
     result = compiles.compile_command(args.input, args.output, options, _tell)
-    _report(args, result)
+    _report(args, result, stats)
     return 0
 
 
@@ -246,16 +248,17 @@ def _tell(text):
     print(f"mlirgpu: {text}", file=sys.stderr)
 
 
-def _report(args, result):
-    """A compile's warnings, then (with --timings or MLIRGPU_STATS=1) its stage times and how many stages the
-    stage cache served; with $MLIRGPU_RESULT_FILE (a Dask worker's compile) all of it as JSON there."""
+def _report(args, result, stats):
+    """A compile's warnings, then (with --timings) its stage times and (`stats`: also with MLIRGPU_STATS=1) how
+    many stages the stage cache served; with $MLIRGPU_RESULT_FILE (a Dask worker's compile) all of it as JSON
+    there."""
     warnings, cache_warnings = result.warnings, result.cache_warnings
     for warning in list(warnings) + list(cache_warnings):
         _tell(warning)
     if args.timings:
         for stage, seconds in result.timings.items():
             print(f"{stage:12s} {seconds * 1000:8.1f} ms", file=sys.stderr)
-    if args.timings or os.environ.get("MLIRGPU_STATS", "") not in ("", "0"):
+    if stats:
         from ..cache.stagecache import summary
 
         print(f"mlirgpu: {summary([result.stages])}", file=sys.stderr)
@@ -263,7 +266,7 @@ def _report(args, result):
         from ..util.trace import write_trace
 
         write_trace(args.trace, result.trace)
-    path = os.environ.get("MLIRGPU_RESULT_FILE")
+    path = environment.value("MLIRGPU_RESULT_FILE")
     if path:
         from ..cache.store import write_json
 
@@ -313,9 +316,10 @@ def main(argv=None):
             known, _rest = outputs.parse_known_args(argv[1:])
             _remove_stale_outputs(known.o or known.output, known.header, known.depfile, known.input)
         raise
-    debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
+    debug = args.verbose
     errors.set_style(getattr(args, "caller", "cli"))  # every command: a server's runner serves the next one too
     try:
+        debug = debug or environment.value("MLIRGPU_DEBUG")
         return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
                 "cache": _cache, "server": _server,
                 "worker": _worker}[args.command](args)
@@ -327,10 +331,11 @@ def main(argv=None):
         _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
         for path in _library_files(args):
             _remove_stale_outputs(path, "", "", args.input)
-        if os.environ.get("MLIRGPU_RESULT_FILE"):  # a Dask worker's compile: the client shows it in its own terms
+        result_file = environment.value("MLIRGPU_RESULT_FILE")
+        if result_file:  # a Dask worker's compile: the client shows it in its own terms
             from ..cache.store import write_json
 
-            write_json(os.environ["MLIRGPU_RESULT_FILE"], {"error": {
+            write_json(result_file, {"error": {
                 "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
                 "detail": error.detail}})
     print(f"mlirgpu: {error}", file=sys.stderr)

@@ -7,9 +7,7 @@ import _socket  # the C module: `socket` costs worker start-up 11 ms for the sam
 import contextlib
 import contextvars
 import fcntl
-import functools
 import os
-import re
 import resource
 import select
 import signal
@@ -18,12 +16,10 @@ import subprocess
 import time
 
 from ..errors import CompileError
+from ..util import environment
 
 # Per-compile tool statistics {tool: [runs, seconds, path]} while a compile collects them (pipeline.compile_file).
 tool_stats = contextvars.ContextVar("mlirgpu_tool_stats", default=None)
-
-
-MAX_TIMEOUT = 7 * 24 * 3600
 
 
 class ToolCrashed(CompileError):
@@ -35,35 +31,16 @@ class ToolTimedOut(CompileError):
 
 
 def timeout():
-    """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week in ASCII
-    digits; anything else is an error naming the variable, never a silent default."""
-    text = os.environ.get("MLIRGPU_TOOL_TIMEOUT", "600").strip()
-    seconds = _seconds(text)
-    if seconds is not None:
-        return seconds
-    raise CompileError(f"MLIRGPU_TOOL_TIMEOUT='{text[:40]}' is not a number of seconds from 1 to {MAX_TIMEOUT}",
-                       fix="set it to e.g. 600, or unset it")
-
-
-@functools.lru_cache(maxsize=64)
-def _seconds(text):
-    """`text` as a timeout in seconds, or None (checked once per value: every compile's options check asks)."""
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text) and 1 <= float(text) <= MAX_TIMEOUT:
-        return float(text)
-    return None
+    """Seconds a tool may run: `$MLIRGPU_TOOL_TIMEOUT` (default 600), a number from 1 to a week; anything else
+    is an error naming the variable, never a silent default."""
+    return environment.value("MLIRGPU_TOOL_TIMEOUT")
 
 
 def compile_processes():
     """How many processes one compile may keep busy at once (mlir-translate runs over parts of a file's modules,
     forked stage runners over chunks of them): `$MLIRGPU_COMPILE_PROCESSES`, a whole number from 1 (all in
     turn, in the compile's own process), else the CPUs this process may run on."""
-    text = os.environ.get("MLIRGPU_COMPILE_PROCESSES", "").strip()
-    if not text:
-        return len(os.sched_getaffinity(0))
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= 1024:
-        return int(text)
-    raise CompileError(f"MLIRGPU_COMPILE_PROCESSES='{text[:40]}' is not a number of processes from 1 to 1024",
-                       fix="set it to e.g. 2, or unset it to use every CPU")
+    return environment.value("MLIRGPU_COMPILE_PROCESSES") or len(os.sched_getaffinity(0))
 
 
 def bounded(argv, seconds, input=None, cwd=None):

@@ -25,7 +25,7 @@ from . import compileentry, embed, fanout, hostobject, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
 from ..cache import remote as remotecache
-from ..util import trace
+from ..util import environment, trace
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
 from .library import compile_library
@@ -230,7 +230,7 @@ def _check_layout(source, jobs, options):
 def _profile(source, result, started, seconds):
     """Append this compile's start (epoch seconds), duration, stage and tool times and the most LLVM modules its
     stages held at once to `$MLIRGPU_PROFILE` (JSON lines), for the benchmarks."""
-    path = os.environ.get("MLIRGPU_PROFILE")
+    path = environment.value("MLIRGPU_PROFILE")
     if not path:
         return
     tools = {name: entry[:2] for name, entry in result.tools.items()}

@@ -55,6 +55,7 @@ def check_options(source, options, environment=None):
             raise CompileError(PLUGIN_PROBLEMS[0], fix="correct MLIRGPU_TARGETS or make the module importable")
         options = validate(lowering.apply(validate(options, TARGETS)), TARGETS)  # an upstream pipeline's asks, where unset
         process.timeout()  # a bad MLIRGPU_TOOL_TIMEOUT is reported before anything runs
+        process.compile_processes()  # and a bad MLIRGPU_COMPILE_PROCESSES, though one module never needs it
     except CompileError as exc:
         raise exc.located(source) from None
     if options.target and not options.chip:

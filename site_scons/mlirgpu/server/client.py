@@ -160,8 +160,16 @@ def main(argv=None):
     if problem:
         sys.stderr.write(f"mlirgpu: error: {problem}\n")
         return 1
-    if argv[:1] and argv[0] in SERVED and rendezvous.wanted() and "-h" not in argv and "--help" not in argv:
-        code = run_remote(argv)
+    if argv[:1] and argv[0] in SERVED and "-h" not in argv and "--help" not in argv:
+        try:
+            code = run_remote(argv) if rendezvous.wanted() else None
+        except Exception as exc:  # noqa: BLE001 - a bad MLIRGPU_SERVER* setting's CompileError: one line, as the
+            from ..errors import CompileError  # command line says errors (loaded only now: 0.3 ms of every client)
+
+            if not isinstance(exc, CompileError):
+                raise
+            sys.stderr.write(f"mlirgpu: {exc}\n")
+            return 1
         if code is not None:
             if command:  # the command is done: the interpreter's teardown would only delay the build tool
                 for stream in (sys.stdout, sys.stderr):

@@ -112,7 +112,9 @@ static void put_string(struct text *text, const char *data, size_t size) {
     put_text(text, "\"");
 }
 
-/* True when the environment variable `name` says no server (off, 0, no, false; blanks and case ignored). */
+/* True unless the environment variable `name` is unset, empty or says on (1, on, true, yes; blanks and case
+   ignored): off words run in process, and any other word is left to the Python client, which says it is no
+   boolean (mlirgpu.util.environment). */
 static int server_off(const char *name) {
     const char *value = getenv(name);
     if (!value)
@@ -122,11 +124,11 @@ static int server_off(const char *name) {
     size_t length = strlen(value);
     while (length && (value[length - 1] == ' ' || value[length - 1] == '\t' || value[length - 1] == '\n'))
         length--;
-    const char *words[] = {"off", "0", "no", "false"};
+    const char *words[] = {"on", "1", "yes", "true"};
     for (int i = 0; i < 4; i++)
         if (strlen(words[i]) == length && strncasecmp(value, words[i], length) == 0)
-            return 1;
-    return 0;
+            return 0;
+    return length != 0;
 }
 
 /* The server folder as mlirgpu.execution.rendezvous.folder names it, if it is this user's and closed to others. */

@@ -48,6 +48,7 @@ from . import launcher, requests
 from .requests import reply
 from .runner_pool import Runners
 from .tools import Tools
+from ..util import environment
 
 # The client library a command imports when its environment sets the variable (a remote stage cache, a Dask
 # scheduler): 0.1-0.2 s of imports per command, paid once by the server instead, after the first such command.
@@ -283,11 +284,11 @@ class Server:
         self.tools.close()
         self.runners.forget(keep)
 
-    def _warm(self, environment):
-        """Import the client libraries `environment` asks for (WARM_IMPORTS), so that the next commands fork
-        with them; one that fails to import is the command's to report."""
+    def _warm(self, client_environment):
+        """Import the client libraries `client_environment` asks for (WARM_IMPORTS), so that the next commands
+        fork with them; one that fails to import is the command's to report."""
         for variable, module in WARM_IMPORTS:
-            if str(environment.get(variable, "")).strip() and module not in sys.modules:
+            if environment.value(variable, client_environment) and module not in sys.modules:
                 try:
                     importlib.import_module(module)
                 except Exception:  # noqa: BLE001 - not installed or broken: each command says so itself

@@ -7,12 +7,12 @@ without touching the package: name modules in `$MLIRGPU_TARGETS` (comma-separate
 with the registry (in every process of a build, workers included) and calls `register(...)`.
 """
 import importlib
-import os
 
 from .base import REGISTERED, Target, TargetAttr
 from .nvvm import NVVM
 from .rocdl import ROCDL
 from .xevm import XeVM
+from ..util import environment
 
 BUILT_IN = (NVVM(), ROCDL(), XeVM())
 TARGETS = {}
@@ -39,7 +39,7 @@ def target_for_attribute(attr_name):
 
 for _target in BUILT_IN:
     register(_target)
-for _module in filter(None, (name.strip() for name in os.environ.get("MLIRGPU_TARGETS", "").split(","))):
+for _module in environment.value("MLIRGPU_TARGETS"):
     try:
         importlib.import_module(_module)
     except Exception as exc:  # noqa: BLE001 - reported as one line by every front end (planning.check_options)

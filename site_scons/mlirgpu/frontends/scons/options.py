@@ -11,6 +11,7 @@ from ...errors import CompileError
 from ...execution import compiles
 from ...llvm import toolchain
 from ...pipeline.planning import check_options
+from ...util import environment
 from .nodes import object_paths, read_dir, source_path, substitute_dir
 from .variables import as_bool, as_list, setting, text
 
@@ -57,12 +58,12 @@ def worker_environment(env):
 
 def remote_cache(env):
     """The remote cache an object's compiles use: GPU_REMOTE_CACHE, else $MLIRGPU_REMOTE_CACHE, or ''."""
-    return str(setting(env, "GPU_REMOTE_CACHE") or os.environ.get(remotecache.VARIABLE, "")).strip()
+    return str(setting(env, "GPU_REMOTE_CACHE") or environment.value(remotecache.VARIABLE)).strip()
 
 
 def executor(env):
     """The Dask scheduler of this object's compiles (GPU_EXECUTOR, else $MLIRGPU_EXECUTOR), checked, or ''."""
-    return compiles.cluster(text(env, "GPU_EXECUTOR") or os.environ.get("MLIRGPU_EXECUTOR", ""))
+    return compiles.cluster(text(env, "GPU_EXECUTOR") or environment.value("MLIRGPU_EXECUTOR"))
 
 
 def object_options(env, target, source):

@@ -51,7 +51,10 @@ def generate(env):
         threading.Thread(target=_warm_identities, args=(mlir_tools,), daemon=True).start()
     variables.publish(env)
     env.SetDefault(MLIRGPUCOMSTR="", OBJSUFFIX=".o")
-    SESSION.start()
+    try:
+        SESSION.start()  # reads MLIRGPU_STATS and MLIRGPU_SERVER*: a bad value stops here, in one line
+    except CompileError as exc:
+        raise SCons.Errors.StopError(str(exc)) from None
     use_cache_file(env.File("#.sconsign.mlirgpu.json").abspath)  # scans of the sources, kept across runs
     action = compile_action()
     builder = SCons.Builder.Builder(action=action, emitter=static_emitter, src_suffix=".mlir", suffix="$OBJSUFFIX",
