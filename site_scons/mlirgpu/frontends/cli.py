@@ -15,6 +15,7 @@ MLIRGPU_DEBUG=1.
 import argparse
 import functools
 import os
+import signal
 import sys
 
 from ..execution import compiles
@@ -270,10 +271,39 @@ def _pasted_values(argv):
     return joined
 
 
+PIPE_CLOSED = 128 + signal.SIGPIPE  # 141: what a shell reads from a filter that SIGPIPE ended (`| head`)
+INTERRUPTED = 128 + signal.SIGINT  # 130: what a shell reads from a command Ctrl-C ended
+
+
 def main(argv=None):
-    argv = _pasted_values(sys.argv[1:] if argv is None else argv)
+    """The command: its exit code. A stdout or stderr whose reader went away (`list-outputs | head`) ends it
+    quietly with PIPE_CLOSED; Ctrl-C with one line and INTERRUPTED. Either way a compile's outputs are removed
+    (writes are atomic, so there is no partial one), so no target looks current the next time."""
+    started = []  # the parsed command, once there is one
     try:
-        args = _parser().parse_args(argv)
+        return _main(argv, started)
+    except KeyboardInterrupt:
+        _quietly(_discard_outputs, started)
+        _quietly(sys.stderr.write, "mlirgpu: interrupted\n")
+        _quietly(sys.stderr.flush)
+        return INTERRUPTED
+    except BrokenPipeError:
+        if not _closed_streams():
+            raise  # not ours (the error boundary reports such a one from elsewhere)
+        _quietly(_discard_outputs, started)
+        _silence(_closed_streams())
+        return PIPE_CLOSED
+
+
+def _main(argv, started):
+    argv = _pasted_values(sys.argv[1:] if argv is None else argv)
+    gathered, libraries = _gathered_libraries(argv)
+    try:
+        args = _parser().parse_args(gathered)
+        if libraries is not None and args.link_libs:  # argparse found others too (`-vlLIB`): its own reading
+            args = _parser().parse_args(argv)
+        elif libraries is not None:
+            args.link_libs = libraries
     except SystemExit as exit_:
         if exit_.code == 2 and argv[:1] == ["compile"]:  # a command line we cannot read: remove what it names
             outputs = argparse.ArgumentParser(add_help=False)
@@ -283,26 +313,99 @@ def main(argv=None):
             known, _rest = outputs.parse_known_args(argv[1:])
             _remove_stale_outputs(known.o or known.output, known.header, known.depfile, known.input)
         raise
+    started.append(args)
     debug = args.verbose or os.environ.get("MLIRGPU_DEBUG", "") not in ("", "0")
     try:
-        return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
+        code = {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
                 "cache": _cache, "server": _server,
                 "worker": _worker}[args.command](args)
+        for stream in (sys.stdout, sys.stderr):  # a closed reader is found here, not at the interpreter's exit
+            if stream is not None:  # None where it was closed (`>&-`)
+                stream.flush()
+        return code
     except CompileError as exc:
         error = exc
     except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
+        if isinstance(exc, BrokenPipeError) and _closed_streams():
+            raise
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
-    if args.command == "compile":
-        _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
-        for path in _library_files(args):
-            _remove_stale_outputs(path, "", "", args.input)
-        if os.environ.get("MLIRGPU_RESULT_FILE"):  # a Dask worker's compile: the client shows it in its own terms
-            from ..cache.store import write_json
+    _discard_outputs(started)
+    if args.command == "compile" and os.environ.get("MLIRGPU_RESULT_FILE"):
+        from ..cache.store import write_json  # a Dask worker's compile: the client shows it in its own terms
 
-            write_json(os.environ["MLIRGPU_RESULT_FILE"], {"error": {
-                "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
-                "detail": error.detail}})
+        write_json(os.environ["MLIRGPU_RESULT_FILE"], {"error": {
+            "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
+            "detail": error.detail}})
     print(f"mlirgpu: {error}", file=sys.stderr)
     if debug and error.detail:
         print(error.detail, file=sys.stderr)
+    sys.stderr.flush()
     return 1
+
+
+def _discard_outputs(started):
+    """Remove what a compile that did not finish (an error, Ctrl-C, a closed stdout or stderr) would leave."""
+    if not started or started[0].command != "compile":
+        return
+    args = started[0]
+    _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
+    for path in _library_files(args):
+        _remove_stale_outputs(path, "", "", args.input)
+
+
+def _gathered_libraries(argv):
+    """`argv` without its `-l` options, and their values in order (None: left to argparse). argparse looks
+    for the next option among all of a command line's options at every step, so 60,000 `-l` would take it
+    minutes; gathered here in one pass, it sees the few other options only. Only forms it reads the same way
+    (`-l LIB`, `-lLIB`, `-l=LIB`, no `--` before them) are taken, all or none, so the result is argparse's."""
+    if argv[:1] not in (["compile"], ["list-outputs"]) or not any(word.startswith("-l") for word in argv):
+        return argv, None
+    rest, libraries = [], []
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return argv, None
+        if word == "-l":
+            value = next(words, None)
+            if value is None or value.startswith("-"):
+                return argv, None  # argparse says what is wrong
+            libraries.append(value)
+        elif word.startswith("-l"):
+            libraries.append(word[3:] if word.startswith("-l=") else word[2:])
+        else:
+            rest.append(word)
+    return rest, libraries
+
+
+def _closed_streams():
+    """The standard streams (stdout, stderr) whose reader went away: a pipe or socket that poll() finds in error
+    or hung up. Only these end a command quietly: a BrokenPipeError from a tool's pipe is a failure to report."""
+    import select
+
+    closed = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            poller = select.poll()
+            poller.register(stream.fileno(), 0)  # errors and hang-ups are reported whatever is asked
+            if any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0)):
+                closed.append(stream)
+        except (AttributeError, OSError, ValueError):  # no such stream, or no file behind it
+            continue
+    return closed
+
+
+def _silence(streams):
+    """Point `streams` at /dev/null, so what is still buffered for them is not retried at the interpreter's
+    exit (Python would print an 'Exception ignored' message about it)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in streams:
+        os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def _quietly(function, *args):
+    """`function(*args)`, ignoring a closed stream or a second Ctrl-C: the command is ending anyway."""
+    try:
+        function(*args)
+    except (OSError, KeyboardInterrupt):
+        pass

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import CompileError, CompileWarning
-from ..util.fsutil import read_source
+from ..util.fsutil import read_input
 from . import lowering
 from ..compile_options import hint
 from ..util.mlirops import first_gpu_module, function_attribute_names, gpu_module_header, op_spans
@@ -54,7 +54,7 @@ def _run_mlir_opt(args, source, what):
 
 
 def _read_source(path):
-    data = read_source(path)
+    data = read_input(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
