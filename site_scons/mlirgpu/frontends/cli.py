@@ -121,8 +121,20 @@ def _list_outputs(args):
         folder = os.path.normpath(options.dump_dir)
         folder = "" if folder == "." else folder + os.sep
         outputs += [folder + name for name in planned_outputs(args.input, options)]  # plain names
-    print("\n".join(outputs))
+    _print_paths(outputs)
     return 0
+
+
+def _print_paths(paths):
+    """File names one per line, as the bytes the system names them with (a name that is not UTF-8 is written
+    as it is, whatever the locale's encoding of stdout)."""
+    text = "".join(path + "\n" for path in paths)
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:  # a text stream only (a caller's capture)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    binary.write(os.fsencode(text))
 
 
 def _artifacts(args):

@@ -41,7 +41,7 @@ def temp_name(path):
 def write_if_changed(path, data):
     """`write_atomic`, unless `path` already holds exactly `data` (a regular file): then it is left as it is, with
     its time, so what includes it (a C header) is not rebuilt by tools that compare times (Make, Ninja, Meson)."""
-    encoded = data.encode("utf-8") if isinstance(data, str) else data
+    encoded = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     try:
         if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == len(encoded):
             with open(path, "rb") as handle:
@@ -55,7 +55,7 @@ def write_if_changed(path, data):
 def write_atomic(path, data):
     """Write bytes or str to `path` atomically, creating its folder."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogateescape")
     folder = os.path.dirname(os.path.abspath(path))
     tmp = temp_name(os.path.join(folder, os.path.basename(path)))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
