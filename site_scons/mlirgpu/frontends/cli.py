@@ -10,7 +10,8 @@
 The options come from one table (mlirgpu.compile_options) shared with the SCons tool and the Python API. Every failure
 is one line on stderr, `mlirgpu: FILE[:LINE]: error: WHAT (fix: HOW)`, and exit code 1 (2 for a command line
 that cannot be read); a bug of ours is one line naming where it happened, its traceback shown with -v or
-MLIRGPU_DEBUG=1.
+MLIRGPU_DEBUG=1. Ctrl-C ends a command with `mlirgpu: interrupted` and 130, a closed stdout or stderr (`| head`)
+silently with 141, as the shell reports a filter that signal ended.
 """
 import argparse
 import functools
@@ -21,6 +22,7 @@ import sys
 from ..execution import compiles
 from ..errors import CompileError, InternalError
 from ..util.fsutil import remove_quietly
+from ..util.streams import closed_streams, silence
 from ..compile_options import OPTIONS, CompileOptions
 from ..version import PACKAGE, __version__
 
@@ -299,11 +301,9 @@ def main(argv=None):
         _quietly(sys.stderr.write, "mlirgpu: interrupted\n")
         _quietly(sys.stderr.flush)
         return INTERRUPTED
-    except BrokenPipeError:
-        if not _closed_streams():
-            raise  # not ours (the error boundary reports such a one from elsewhere)
+    except BrokenPipeError:  # writing to stdout or stderr (the error boundary reports one from elsewhere)
         _quietly(_discard_outputs, started)
-        _silence(_closed_streams())
+        silence(closed_streams())
         return PIPE_CLOSED
 
 
@@ -338,7 +338,7 @@ def _main(argv, started):
     except CompileError as exc:
         error = exc
     except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
-        if isinstance(exc, BrokenPipeError) and _closed_streams():
+        if isinstance(exc, BrokenPipeError) and closed_streams():
             raise
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
     _discard_outputs(started)
@@ -387,32 +387,6 @@ def _gathered_libraries(argv):
         else:
             rest.append(word)
     return rest, libraries
-
-
-def _closed_streams():
-    """The standard streams (stdout, stderr) whose reader went away: a pipe or socket that poll() finds in error
-    or hung up. Only these end a command quietly: a BrokenPipeError from a tool's pipe is a failure to report."""
-    import select
-
-    closed = []
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            poller = select.poll()
-            poller.register(stream.fileno(), 0)  # errors and hang-ups are reported whatever is asked
-            if any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0)):
-                closed.append(stream)
-        except (AttributeError, OSError, ValueError):  # no such stream, or no file behind it
-            continue
-    return closed
-
-
-def _silence(streams):
-    """Point `streams` at /dev/null, so what is still buffered for them is not retried at the interpreter's
-    exit (Python would print an 'Exception ignored' message about it)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in streams:
-        os.dup2(devnull, stream.fileno())
-    os.close(devnull)
 
 
 def _quietly(function, *args):
