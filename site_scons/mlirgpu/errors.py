@@ -123,12 +123,23 @@ class CompileWarning:
 def _where(file, line):
     if not file:
         return ""
+    file = _named(file)
     return f"{file}:{line}: " if line else f"{file}: "
+
+
+def _named(text):
+    """`text` with a file name's bytes that are not UTF-8 (Python's surrogate escapes) as `\\xNN`, as they are
+    on disk, so the line names the file and prints whatever the terminal's encoding."""
+    text = str(text)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _one_line(text):
     """Tool messages may span lines or hold control bytes; ours are one printable line, so logs stay greppable."""
-    printable = "".join(ch if ch.isprintable() or ch == "\n" else " " for ch in str(text))
+    printable = "".join(ch if ch.isprintable() or ch == "\n" else " " for ch in _named(text))
     return "; ".join(" ".join(part.split()) for part in printable.splitlines() if part.strip())
 
 

@@ -24,7 +24,7 @@ from . import remote_answer as remoteanswer
 from ..cache import store
 from ..errors import CompileError
 from ..util import environment
-from ..util.fsutil import read_source, write_atomic
+from ..util.fsutil import LIBRARY, SOURCE, read_input, write_atomic
 from .dask_cluster import Executor
 from .dask_fingerprint import fingerprint
 
@@ -123,9 +123,9 @@ def compile_remote(url, source, output, options):
     record = os.path.join(options.dump_dir, options.dump_prefix + RECORD_DUMP) if options.dump_dir else ""
     paths = _Paths([source, output] + libraries + [p for p in (options.header, options.depfile, record) if p])
     inputs = {}
-    for path in [source] + libraries:
+    for path, kind in [(source, SOURCE)] + [(library, LIBRARY) for library in libraries]:
         try:
-            inputs[paths.relative(path)] = read_source(path)  # regular files of bounded size only
+            inputs[paths.relative(path)] = read_input(path, kind)  # regular files of bounded size only
         except CompileError:
             return None  # not readable as an input: the local compile reports it as usual
     previous_record = store.read_bytes(record) if record else None

@@ -10,6 +10,7 @@ the caller raises a CompileError naming the module and stage it was in and the l
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import threading
 
@@ -66,6 +67,9 @@ class LLVMWorker:
                     break
         except (BrokenPipeError, OSError):
             kind = None
+        except BaseException:  # Ctrl-C here: the compile is given up, so it must not go on writing outputs
+            self._interrupt()
+            raise
         if kind is None:
             raise self._crash(what).located(*where)
         if kind == "ok":
@@ -76,6 +80,17 @@ class LLVMWorker:
         raise InternalError(f"internal error in {what} ({name})", detail=trace,
                             fix="please report it with the input; -v or MLIRGPU_DEBUG=1 shows the traceback"
                             ).located(*where)
+
+    def _interrupt(self):
+        """End a worker whose compile its caller gave up: interrupted as Ctrl-C does it (its atomic writes then
+        leave no temporary file), killed if it does not end, waited for (it writes nothing after this returns)
+        and removed."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        with contextlib.suppress(OSError, TypeError):  # TypeError: a forked worker's pid not yet told
+            os.kill(self.process.pid, signal.SIGINT)
+        processes.end(self.process)
+        self.close()
 
     def _crash(self, what):
         with contextlib.suppress(OSError):

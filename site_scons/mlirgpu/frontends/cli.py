@@ -10,11 +10,13 @@
 The options come from one table (mlirgpu.compile_options) shared with the SCons tool and the Python API. Every failure
 is one line on stderr, `mlirgpu: FILE[:LINE]: error: WHAT (fix: HOW)`, and exit code 1 (2 for a command line
 that cannot be read); a bug of ours is one line naming where it happened, its traceback shown with -v or
-MLIRGPU_DEBUG=1.
+MLIRGPU_DEBUG=1. Ctrl-C ends a command with `mlirgpu: interrupted` and 130, a closed stdout or stderr (`| head`)
+silently with 141, as the shell reports a filter that signal ended.
 """
 import argparse
 import functools
 import os
+import signal
 import sys
 
 from .. import errors
@@ -22,6 +24,7 @@ from ..execution import compiles
 from ..errors import CompileError, InternalError
 from ..util import environment
 from ..util.fsutil import remove_quietly
+from ..util.streams import closed_streams, silence
 from ..compile_options import OPTIONS, CompileOptions
 from ..version import PACKAGE, __version__
 
@@ -129,7 +132,7 @@ def _list_outputs(args):
         folder = os.path.normpath(options.dump_dir)
         folder = "" if folder == "." else folder + os.sep
         outputs += [folder + name for name in planned_outputs(args.input, options)]  # plain names
-    print("\n".join(outputs))
+    _print_paths(outputs)
     return 0
 
 
@@ -149,6 +152,18 @@ def _check_target_given(source, options):
         real = next((module for module in untargeted if module.start >= 0), None)
         line = real and read_text(source)[0].count("\n", 0, real.start) + 1
         raise missing_target(source, real and real.name, line)
+
+
+def _print_paths(paths):
+    """File names one per line, as the bytes the system names them with (a name that is not UTF-8 is written
+    as it is, whatever the locale's encoding of stdout)."""
+    text = "".join(path + "\n" for path in paths)
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:  # a text stream only (a caller's capture)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    binary.write(os.fsencode(text))
 
 
 def _artifacts(args):
@@ -303,10 +318,37 @@ def _pasted_values(argv):
     return joined
 
 
+PIPE_CLOSED = 128 + signal.SIGPIPE  # 141: what a shell reads from a filter that SIGPIPE ended (`| head`)
+INTERRUPTED = 128 + signal.SIGINT  # 130: what a shell reads from a command Ctrl-C ended
+
+
 def main(argv=None):
-    argv = _pasted_values(sys.argv[1:] if argv is None else argv)
+    """The command: its exit code. A stdout or stderr whose reader went away (`list-outputs | head`) ends it
+    quietly with PIPE_CLOSED; Ctrl-C with one line and INTERRUPTED. Either way a compile's outputs are removed
+    (writes are atomic, so there is no partial one), so no target looks current the next time."""
+    started = []  # the parsed command, once there is one
     try:
-        args = _parser().parse_args(argv)
+        return _main(argv, started)
+    except KeyboardInterrupt:
+        _quietly(_discard_outputs, started)
+        _quietly(sys.stderr.write, "mlirgpu: interrupted\n")
+        _quietly(sys.stderr.flush)
+        return INTERRUPTED
+    except BrokenPipeError:  # writing to stdout or stderr (the error boundary reports one from elsewhere)
+        _quietly(_discard_outputs, started)
+        silence(closed_streams())
+        return PIPE_CLOSED
+
+
+def _main(argv, started):
+    argv = _pasted_values(sys.argv[1:] if argv is None else argv)
+    gathered, libraries = _gathered_libraries(argv)
+    try:
+        args = _parser().parse_args(gathered)
+        if libraries is not None and args.link_libs:  # argparse found others too (`-vlLIB`): its own reading
+            args = _parser().parse_args(argv)
+        elif libraries is not None:
+            args.link_libs = libraries
     except SystemExit as exit_:
         if exit_.code == 2 and argv[:1] == ["compile"]:  # a command line we cannot read: remove what it names
             outputs = argparse.ArgumentParser(add_help=False)
@@ -316,29 +358,76 @@ def main(argv=None):
             known, _rest = outputs.parse_known_args(argv[1:])
             _remove_stale_outputs(known.o or known.output, known.header, known.depfile, known.input)
         raise
+    started.append(args)
     debug = args.verbose
     errors.set_style(getattr(args, "caller", "cli"))  # every command: a server's runner serves the next one too
     try:
         debug = debug or environment.value("MLIRGPU_DEBUG")
-        return {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
+        code = {"compile": _compile, "list-outputs": _list_outputs, "artifacts": _artifacts,
                 "cache": _cache, "server": _server,
                 "worker": _worker}[args.command](args)
+        for stream in (sys.stdout, sys.stderr):  # a closed reader is found here, not at the interpreter's exit
+            if stream is not None:  # None where it was closed (`>&-`)
+                stream.flush()
+        return code
     except CompileError as exc:
         error = exc
     except Exception as exc:  # noqa: BLE001 - the error boundary: a bug of ours is still one line
+        if isinstance(exc, BrokenPipeError) and closed_streams():
+            raise
         error = InternalError.from_exception(f"mlirgpu {args.command}", exc)
-    if args.command == "compile":
-        _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
-        for path in _library_files(args):
-            _remove_stale_outputs(path, "", "", args.input)
-        result_file = environment.value("MLIRGPU_RESULT_FILE")
-        if result_file:  # a Dask worker's compile: the client shows it in its own terms
-            from ..cache.store import write_json
+    _discard_outputs(started)
+    result_file = args.command == "compile" and environment.value("MLIRGPU_RESULT_FILE")
+    if result_file:  # a Dask worker's compile: the client shows it in its own terms
+        from ..cache.store import write_json
 
-            write_json(result_file, {"error": {
-                "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
-                "detail": error.detail}})
+        write_json(result_file, {"error": {
+            "message": error.message, "file": error.file, "line": error.line, "fix": error.fix,
+            "detail": error.detail}})
     print(f"mlirgpu: {error}", file=sys.stderr)
     if debug and error.detail:
         print(error.detail, file=sys.stderr)
+    sys.stderr.flush()
     return 1
+
+
+def _discard_outputs(started):
+    """Remove what a compile that did not finish (an error, Ctrl-C, a closed stdout or stderr) would leave."""
+    if not started or started[0].command != "compile":
+        return
+    args = started[0]
+    _remove_stale_outputs(args.output, args.header, args.depfile, args.input)
+    for path in _library_files(args):
+        _remove_stale_outputs(path, "", "", args.input)
+
+
+def _gathered_libraries(argv):
+    """`argv` without its `-l` options, and their values in order (None: left to argparse). argparse looks
+    for the next option among all of a command line's options at every step, so 60,000 `-l` would take it
+    minutes; gathered here in one pass, it sees the few other options only. Only forms it reads the same way
+    (`-l LIB`, `-lLIB`, `-l=LIB`, no `--` before them) are taken, all or none, so the result is argparse's."""
+    if argv[:1] not in (["compile"], ["list-outputs"]) or not any(word.startswith("-l") for word in argv):
+        return argv, None
+    rest, libraries = [], []
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return argv, None
+        if word == "-l":
+            value = next(words, None)
+            if value is None or value.startswith("-"):
+                return argv, None  # argparse says what is wrong
+            libraries.append(value)
+        elif word.startswith("-l"):
+            libraries.append(word[3:] if word.startswith("-l=") else word[2:])
+        else:
+            rest.append(word)
+    return rest, libraries
+
+
+def _quietly(function, *args):
+    """`function(*args)`, ignoring a closed stream or a second Ctrl-C: the command is ending anyway."""
+    try:
+        function(*args)
+    except (OSError, KeyboardInterrupt):
+        pass

@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 
 from . import toolchain
 from ..cache import store
+from ..util.fsutil import LIBRARY, read_input
 
 # Strings unrolled (see mlirgpu.util.mlirtext: a repeated group backtracks per character).
 _DEFINE = re.compile(r'^define [^@]*@("[^"\\]*(?:\\.[^"\\]*)*"|[\w.$\-]+)\(')
@@ -245,8 +246,7 @@ def link_plan(path, strip_named, triple, data_layout, declared):
     key = (toolchain.file_digest(path), tuple(strip_named), triple, data_layout)
     library = _libraries.get(key)
     if library is None:
-        with open(path, "rb") as handle:
-            library = Library(handle.read(), strip_named, triple, data_layout)
+        library = Library(read_input(path, LIBRARY), strip_named, triple, data_layout)
         # filed under what was read: a file that changed after its digest was taken is not filed as the old one
         library = _libraries.setdefault((library.digest, *key[1:]), library)
     return library.plan(declared)

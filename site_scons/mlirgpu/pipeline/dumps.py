@@ -49,7 +49,7 @@ class DumpFolder:
     def write(self, name, data):
         started = time.perf_counter()
         path = os.path.join(self.folder, self.prefix + name)
-        data = data.encode("utf-8") if isinstance(data, str) else data
+        data = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
         if _holds(path, data):  # as the last compile left it: only its time is new (build tools compare times)
             os.utime(path)
         else:

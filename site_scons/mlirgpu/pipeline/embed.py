@@ -46,7 +46,7 @@ class _Strings:
     def ref(self, text):
         if text not in self.names:
             name = f"@.mlirgpu.str.{len(self.names)}"
-            data = text.encode("utf-8") + b"\0"
+            data = text.encode("utf-8", "surrogateescape") + b"\0"
             self.lines.append(f'{name} = private unnamed_addr constant [{len(data)} x i8] c"{hex_escaped(data)}", align 1')
             self.names[text] = name
         return self.names[text]
@@ -195,7 +195,7 @@ def header_guard(header_path):
 
     relative = os.path.relpath(os.path.abspath(header_path)).replace(os.sep, "/")
     stem = re.sub(r"\W", "_", os.path.basename(header_path)).upper()
-    return f"MLIRGPU_{stem}_{hashlib.sha256(relative.encode('utf-8')).hexdigest()[:8].upper()}"
+    return f"MLIRGPU_{stem}_{hashlib.sha256(relative.encode('utf-8', 'surrogateescape')).hexdigest()[:8].upper()}"
 
 
 def header(binaries, layout, section, source_name, guard):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from . import lowering, stages
 from ..llvm import process
 from ..errors import CompileError
+from ..util.fsutil import LIBRARY as LIBRARY_INPUT, size_problem
 from ..util.naming import LIBRARY_SUFFIX, file_stem, job_names, library_file
 from ..compile_options import hint, validate
 
@@ -56,11 +57,25 @@ def check_options(source, options, environment=None):
         options = validate(lowering.apply(validate(options, TARGETS)), TARGETS)  # an upstream pipeline's asks, where unset
         process.timeout()  # a bad MLIRGPU_TOOL_TIMEOUT is reported before anything runs
         process.compile_processes()  # and a bad MLIRGPU_COMPILE_PROCESSES, though one module never needs it
+        _check_library_sizes(options.link_libs)
     except CompileError as exc:
         raise exc.located(source) from None
     if options.target and not options.chip:
         options = replace(options, chip=TARGETS[options.target].default_build_chip(options, environment))
     return options
+
+
+def _check_library_sizes(paths):
+    """Refuse a -l file too large to be read whole (fsutil.LIBRARY) before anything runs, even where the stage
+    cache would not read it; a missing one is the link stage's to report (a module may not need it)."""
+    for path in paths:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        problem = size_problem(size, LIBRARY_INPUT)
+        if problem:
+            raise CompileError(f"bitcode library '{path}': {problem}", fix=LIBRARY_INPUT.fix)
 
 
 def tool_identities(options, environment=None):

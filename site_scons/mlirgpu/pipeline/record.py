@@ -19,6 +19,7 @@ import os
 import re
 
 from ..errors import CompileError
+from ..util.fsutil import RECORD, read_input
 from . import stages
 from .embed import section_for
 
@@ -129,9 +130,8 @@ def listed_dumps(text, source=None):
 def read_listed_dumps(record_path, source=None):
     """`listed_dumps` of the record at `record_path` (none when there is no record)."""
     try:
-        with open(record_path, encoding="utf-8") as handle:
-            return listed_dumps(handle.read(), source)
-    except (OSError, UnicodeDecodeError):
+        return listed_dumps(read_input(record_path, RECORD).decode("utf-8"), source)
+    except (CompileError, UnicodeDecodeError):
         return []
 
 
@@ -143,9 +143,8 @@ def read_record(record_path):
                             fix="rebuild the object with dumps on; records are written by mlirgpu compile")
 
     try:
-        with open(record_path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (OSError, ValueError) as exc:
+        record = json.loads(read_input(record_path, RECORD).decode("utf-8"))
+    except ValueError as exc:
         raise broken(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
         raise broken(f"no {SCHEMA} schema")

@@ -23,7 +23,7 @@ from . import scancache
 from . import source as sources
 from ..util import mlirtext
 from ..errors import CompileError
-from ..util.fsutil import read_source
+from ..util.fsutil import read_input
 from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
                        unpreceded, value_end)
 from ..util.mlirops import gpu_module_header, header_end, op_spans
@@ -263,7 +263,7 @@ def read_text(path):
         key = None  # reading it says why
     if key is None or key not in _last_read:
         try:
-            data = read_source(path)
+            data = read_input(path)
         except CompileError as exc:
             raise Unreadable(str(exc)) from None
         _last_read.clear()

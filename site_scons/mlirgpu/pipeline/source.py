@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import CompileError, CompileWarning
-from ..util.fsutil import read_source
+from ..util.fsutil import read_input
 from . import lowering
 from .planning import missing_target
 from ..compile_options import hint
@@ -55,7 +55,7 @@ def _run_mlir_opt(args, source, what):
 
 
 def _read_source(path):
-    data = read_source(path)
+    data = read_input(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -14,7 +14,7 @@ import os
 import re
 
 from ..errors import CompileError
-from ..util.fsutil import read_source
+from ..util.fsutil import read_input
 from .stages import BINARY, Assembly
 
 _MAGIC = {"cubin": b"\x7fELF", "hsaco": b"\x7fELF", "fatbin": (0xBA55ED50).to_bytes(4, "little"),
@@ -59,7 +59,7 @@ def _read(path):
         kind = "a folder" if os.path.isdir(path) else "a link to nothing" if os.path.islink(path) else \
             "not a regular file"
         _fail(path, f"it is {kind}, named like a dump", "put the edited dump there as a file, or remove it")
-    return read_source(path)
+    return read_input(path)
 
 
 def load_ir(job, path, kernels):

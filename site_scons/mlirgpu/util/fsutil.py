@@ -7,6 +7,7 @@ permissions the user's umask allows (0666 minus the umask), as `open()` would gi
 """
 import os
 import secrets
+from dataclasses import dataclass
 
 from ..errors import CompileError
 
@@ -40,7 +41,7 @@ def temp_name(path):
 def write_if_changed(path, data):
     """`write_atomic`, unless `path` already holds exactly `data` (a regular file): then it is left as it is, with
     its time, so what includes it (a C header) is not rebuilt by tools that compare times (Make, Ninja, Meson)."""
-    encoded = data.encode("utf-8") if isinstance(data, str) else data
+    encoded = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     try:
         if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == len(encoded):
             with open(path, "rb") as handle:
@@ -54,7 +55,7 @@ def write_if_changed(path, data):
 def write_atomic(path, data):
     """Write bytes or str to `path` atomically, creating its folder."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogateescape")
     folder = os.path.dirname(os.path.abspath(path))
     tmp = temp_name(os.path.join(folder, os.path.basename(path)))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -75,6 +76,9 @@ def write_atomic(path, data):
     except OSError as exc:
         remove_quietly(tmp)
         raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="free disk space or make it writable") from exc
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-write: no temp file left behind either
+        remove_quietly(tmp)
+        raise
 
 
 def _parents(folder):
@@ -113,12 +117,35 @@ def remove_stale_temps(paths):
                 remove_quietly(os.path.join(folder, entry))
 
 
-MAX_SOURCE_BYTES = 64 << 20  # a .mlir file larger than this is not a GPU module (and would not be read whole)
+@dataclass(frozen=True)
+class InputKind:
+    """A kind of file an mlirgpu command reads whole, and the most bytes one may have: whatever names it (a build
+    file, a generated list), a file of that kind is never read into memory past `limit` (the error names the file,
+    its size and the limit). docs/reference.md lists the limits."""
+
+    what: str  # the kind in a message: "larger than {what} may be"
+    limit: int  # bytes
+    fix: str  # for a file over the limit
+    file: str = "file"  # such a file in a fix: "name a regular {file}"
 
 
-def read_source(path):
-    """The bytes of a source file, refusing what is not one: a folder, a FIFO, a device or socket (which could
-    block or never end), or a file over MAX_SOURCE_BYTES. Opened without blocking and checked on the open file,
+SOURCE = InputKind("a GPU module source", 64 << 20, "split the file", ".mlir file")  # also a --substitute file
+LIBRARY = InputKind("a bitcode library", 256 << 20, "link a smaller library (libraries are read whole)",
+                    "bitcode file")
+RECORD = InputKind("a build record or manifest", 64 << 20,
+                   "name an mlirgpu.json or gpu-manifest.json that mlirgpu wrote", "JSON file")
+
+
+def size_problem(size, kind):
+    """Why a file of `size` bytes cannot be read as `kind` (None when it can)."""
+    if size <= kind.limit:
+        return None
+    return f"file of {size} bytes is larger than {kind.what} may be ({kind.limit >> 20} MiB)"
+
+
+def read_input(path, kind=SOURCE):
+    """The bytes of an input file, refusing what is not one: a folder, a FIFO, a device or socket (which could
+    block or never end), or a file over `kind`'s limit. Opened without blocking and checked on the open file,
     so a file swapped after a check is caught too."""
     import stat as stat_module
 
@@ -126,25 +153,28 @@ def read_source(path):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise CompileError(f"cannot read: {exc.strerror}", file=path,
-                           fix="name an existing, readable .mlir file") from exc
+                           fix=f"name an existing, readable {kind.file}") from exc
     try:
         info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode):
-            kind = ("a folder" if stat_module.S_ISDIR(info.st_mode) else "a FIFO" if stat_module.S_ISFIFO(info.st_mode)
-                    else "a device" if stat_module.S_ISCHR(info.st_mode) or stat_module.S_ISBLK(info.st_mode)
-                    else "not a regular file")
-            raise CompileError(f"cannot read: it is {kind}", file=path, fix="name a regular .mlir file")
-        if info.st_size > MAX_SOURCE_BYTES:
-            raise CompileError(f"file of {info.st_size} bytes is larger than a GPU module source may be "
-                               f"({MAX_SOURCE_BYTES >> 20} MiB)", file=path, fix="split the file")
+            kind_of = ("a folder" if stat_module.S_ISDIR(info.st_mode) else "a FIFO"
+                       if stat_module.S_ISFIFO(info.st_mode) else "a device"
+                       if stat_module.S_ISCHR(info.st_mode) or stat_module.S_ISBLK(info.st_mode)
+                       else "not a regular file")
+            raise CompileError(f"cannot read: it is {kind_of}", file=path, fix=f"name a regular {kind.file}")
+        problem = size_problem(info.st_size, kind)
+        if problem:
+            raise CompileError(problem, file=path, fix=kind.fix)
         chunks = []
+        total = 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
-            if sum(map(len, chunks)) > MAX_SOURCE_BYTES:
-                raise CompileError("file grows while it is read", file=path, fix="name a regular .mlir file")
+            total += len(chunk)
+            if total > kind.limit:
+                raise CompileError("file grows while it is read", file=path, fix=f"name a regular {kind.file}")
         return b"".join(chunks)
     finally:
         os.close(fd)

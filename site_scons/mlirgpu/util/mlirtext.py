@@ -128,8 +128,10 @@ def unescape_mlir_string(body):
 
 def printable(text):
     """`text` as printable ASCII on one line: anything else as `\\xNN` (or `\\uNNNN`), so a name from a source
-    cannot start a new line in a generated comment (a C header's, a shell script's)."""
-    return "".join(ch if 0x20 <= ord(ch) < 0x7F else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    cannot start a new line in a generated comment (a C header's, a shell script's). A file name's byte that is
+    not UTF-8 (Python's surrogate escape, U+DC80-U+DCFF) is written as that byte, `\\xNN`."""
+    return "".join(ch if 0x20 <= ord(ch) < 0x7F else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else
+                   f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else f"\\u{ord(ch):04x}"
                    for ch in text)
 
 
