@@ -24,7 +24,7 @@ from . import remote_answer as remoteanswer
 from ..cache import store
 from ..errors import CompileError
 from ..util import environment
-from ..util.fsutil import LIBRARY, SOURCE, read_input, write_atomic
+from ..util.fsutil import LIBRARY_INPUT, SOURCE_INPUT, read_input, write_atomic
 from .dask_cluster import Executor
 from .dask_fingerprint import fingerprint
 
@@ -123,7 +123,7 @@ def compile_remote(url, source, output, options):
     record = os.path.join(options.dump_dir, options.dump_prefix + RECORD_DUMP) if options.dump_dir else ""
     paths = _Paths([source, output] + libraries + [p for p in (options.header, options.depfile, record) if p])
     inputs = {}
-    for path, kind in [(source, SOURCE)] + [(library, LIBRARY) for library in libraries]:
+    for path, kind in [(source, SOURCE_INPUT)] + [(library, LIBRARY_INPUT) for library in libraries]:
         try:
             inputs[paths.relative(path)] = read_input(path, kind)  # regular files of bounded size only
         except CompileError:

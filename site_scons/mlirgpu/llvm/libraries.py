@@ -23,7 +23,7 @@ import llvmlite.binding as llvm
 
 from . import toolchain
 from ..cache import store
-from ..util.fsutil import LIBRARY, read_input
+from ..util.fsutil import LIBRARY_INPUT, read_input
 
 # Strings unrolled (see mlirgpu.util.mlirtext: a repeated group backtracks per character).
 _DEFINE = re.compile(r'^define [^@]*@("[^"\\]*(?:\\.[^"\\]*)*"|[\w.$\-]+)\(')
@@ -246,7 +246,7 @@ def link_plan(path, strip_named, triple, data_layout, declared):
     key = (toolchain.file_digest(path), tuple(strip_named), triple, data_layout)
     library = _libraries.get(key)
     if library is None:
-        library = Library(read_input(path, LIBRARY), strip_named, triple, data_layout)
+        library = Library(read_input(path, LIBRARY_INPUT), strip_named, triple, data_layout)
         # filed under what was read: a file that changed after its digest was taken is not filed as the old one
         library = _libraries.setdefault((library.digest, *key[1:]), library)
     return library.plan(declared)

@@ -37,10 +37,16 @@ class DumpFolder:
         if reason:
             raise CompileError(f"cannot write the dump folder '{self.folder}': {reason}", file=source,
                                fix=f"choose a writable folder for the dumps ({hint('dump_dir')})")
-        remove_stale_temps([os.path.join(self.folder, name) for name in planned])
+        self.planned = [os.path.join(self.folder, name) for name in planned]
+        self.remove_temps()
         self.record_path = os.path.join(self.folder, self.prefix + RECORD_DUMP)
         self.previous = read_listed_dumps(self.record_path, project_path(source))
         remove_quietly(self.record_path)
+
+    def remove_temps(self):
+        """Remove what interrupted writes of this compile's dumps left: an earlier compile's, or those of the
+        forked stage runners an interrupted compile killed mid-write (pipeline/fanout)."""
+        remove_stale_temps(self.planned)
 
     @property
     def written(self):

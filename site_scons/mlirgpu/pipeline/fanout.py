@@ -87,6 +87,8 @@ class _Fan:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 os.close(fd)
+            if self.running and self.dumps:
+                self.dumps.remove_temps()  # a killed runner may have been writing a dump
         compile_.llvm_modules = max(compile_.llvm_modules, most * at_once)
         return done
 

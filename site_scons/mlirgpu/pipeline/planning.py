@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from . import lowering, stages
 from ..llvm import process
 from ..errors import CompileError
-from ..util.fsutil import LIBRARY as LIBRARY_INPUT, size_problem
+from ..util.fsutil import LIBRARY_INPUT, size_problem
 from ..util.naming import LIBRARY_SUFFIX, file_stem, job_names, library_file
 from ..compile_options import hint, validate
 
@@ -66,7 +66,7 @@ def check_options(source, options, environment=None):
 
 
 def _check_library_sizes(paths):
-    """Refuse a -l file too large to be read whole (fsutil.LIBRARY) before anything runs, even where the stage
+    """Refuse a -l file too large to be read whole (fsutil.LIBRARY_INPUT) before anything runs, even where the stage
     cache would not read it; a missing one is the link stage's to report (a module may not need it)."""
     for path in paths:
         try:

@@ -19,7 +19,7 @@ import os
 import re
 
 from ..errors import CompileError
-from ..util.fsutil import RECORD, read_input
+from ..util.fsutil import RECORD_INPUT, read_input
 from . import stages
 from .embed import section_for
 
@@ -130,7 +130,7 @@ def listed_dumps(text, source=None):
 def read_listed_dumps(record_path, source=None):
     """`listed_dumps` of the record at `record_path` (none when there is no record)."""
     try:
-        return listed_dumps(read_input(record_path, RECORD).decode("utf-8"), source)
+        return listed_dumps(read_input(record_path, RECORD_INPUT).decode("utf-8"), source)
     except (CompileError, UnicodeDecodeError):
         return []
 
@@ -143,7 +143,7 @@ def read_record(record_path):
                             fix="rebuild the object with dumps on; records are written by mlirgpu compile")
 
     try:
-        record = json.loads(read_input(record_path, RECORD).decode("utf-8"))
+        record = json.loads(read_input(record_path, RECORD_INPUT).decode("utf-8"))
     except ValueError as exc:
         raise broken(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:

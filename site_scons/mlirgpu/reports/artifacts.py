@@ -49,14 +49,14 @@ OUTPUTS = ("gpu-manifest.json", "gpu-report.md", "gpu-report.html", "gpu-artifac
 def write_artifacts(record_paths, out_dir, versions, toolkit="", baseline="", fail_on="", trace=""):
     """Write OUTPUTS into `out_dir`; returns the regression messages (the caller fails the build on any).
     `trace`: the build's trace file, which the HTML report links."""
-    from ..util.fsutil import RECORD, read_input, write_atomic
+    from ..util.fsutil import RECORD_INPUT, read_input, write_atomic
 
     rules = parse_rules(fail_on)
     manifest = build_manifest(record_paths, out_dir, versions, toolkit)
     changes, diffs = None, {}
     if baseline:
         try:
-            baseline_manifest = json.loads(read_input(baseline, RECORD).decode("utf-8"))
+            baseline_manifest = json.loads(read_input(baseline, RECORD_INPUT).decode("utf-8"))
             changes = compare(manifest, baseline_manifest)
             diffs = isa_diffs(manifest, out_dir, baseline_manifest, baseline)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -129,10 +129,10 @@ class InputKind:
     file: str = "file"  # such a file in a fix: "name a regular {file}"
 
 
-SOURCE = InputKind("a GPU module source", 64 << 20, "split the file", ".mlir file")  # also a --substitute file
-LIBRARY = InputKind("a bitcode library", 256 << 20, "link a smaller library (libraries are read whole)",
+SOURCE_INPUT = InputKind("a GPU module source", 64 << 20, "split the file", ".mlir file")  # also a --substitute file
+LIBRARY_INPUT = InputKind("a bitcode library", 256 << 20, "link a smaller library (libraries are read whole)",
                     "bitcode file")
-RECORD = InputKind("a build record or manifest", 64 << 20,
+RECORD_INPUT = InputKind("a build record or manifest", 64 << 20,
                    "name an mlirgpu.json or gpu-manifest.json that mlirgpu wrote", "JSON file")
 
 
@@ -143,7 +143,7 @@ def size_problem(size, kind):
     return f"file of {size} bytes is larger than {kind.what} may be ({kind.limit >> 20} MiB)"
 
 
-def read_input(path, kind=SOURCE):
+def read_input(path, kind=SOURCE_INPUT):
     """The bytes of an input file, refusing what is not one: a folder, a FIFO, a device or socket (which could
     block or never end), or a file over `kind`'s limit. Opened without blocking and checked on the open file,
     so a file swapped after a check is caught too."""
