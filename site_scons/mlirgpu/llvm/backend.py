@@ -9,8 +9,8 @@ the rest stay in process. `$MLIRGPU_LLVM_BACKEND` forces one way: `inprocess` or
 Only the ISA stage has the choice. `llc` with the target machine's CPU, features and O level and no verbose
 comments makes upstream's bytes (the same command repro.sh runs; tests/test_upstream_identity.py checks both
 ways). The O3 pipeline stays in process: `opt` on the module's bitcode prints the same code, but its output
-read back differs from the stage's in intrinsic declarations' attributes (the release tools are LLVM 22.1.8,
-llvmlite's 22.1.0), so the `opt.ll` dumps and every later stage key would change with the choice. The link
+read back differs from the stage's in intrinsic declarations' attributes (`mustprogress`; the release tools are
+LLVM 22.1.8, llvmlite's LLVM 22.1.0), so the `opt.ll` dumps and every later stage key would change with the choice. The link
 stage stays too: `llvm-link --only-needed --internalize` is not the link upstream makes (see
 mlirgpu.pipeline.repro).
 
@@ -67,8 +67,8 @@ def codegen_flags(opt_level, cpu, features):
 
 def emit_assembly(job_module, opt_level, cpu, features, isolated=False):
     """The `isa` stage: the target's assembly from the optimized module, by llvmlite in process
-    (mlirgpu.llvm.ops.emit_assembly, `isolated` as there) or by the release `llc`, as the mode and the module's
-    size choose. The module is left as it was either way."""
+    (mlirgpu.llvm.ops.emit_assembly, `isolated` as there) or by the release `llc` from the module's bitcode, as
+    the mode and that bitcode's size choose. An `llc` that fails is LLVM's error, as one in process is."""
     from . import ops
     from .process import run
 
@@ -76,9 +76,11 @@ def emit_assembly(job_module, opt_level, cpu, features, isolated=False):
     llc = _llc(chosen)
     if llc is None:
         return ops.emit_assembly(job_module, isolated)
-    bitcode = job_module.module.as_bitcode()
     threshold = CODEGEN_FROM.get(job_module.module.triple.split("-", 1)[0])
-    if chosen == AUTO and (threshold is None or len(bitcode) < threshold):
+    if chosen == AUTO and threshold is None:
+        return ops.emit_assembly(job_module, isolated)
+    bitcode = job_module.module.as_bitcode()  # the size auto mode goes by, and what `llc` reads
+    if chosen == AUTO and len(bitcode) < threshold:
         return ops.emit_assembly(job_module, isolated)
     result = run([llc, *codegen_flags(opt_level, cpu, features), "-", "-o", "-"], "emitting the ISA", input=bitcode)
     if result.returncode != 0:
