@@ -15,6 +15,7 @@ A corpus file may narrow or widen its cases with comment lines at its top:
   // identity-variant: NAME l=FILE     also link FILE (upstream's `l`, our -l); @DATA@ as in the module
 `@DATA@` is the folder of bitcode built from tests/corpus/data/*.ll.
 """
+import dataclasses
 import glob
 import os
 import re
@@ -33,6 +34,7 @@ SUFFIX = {"nvvm": {"isa": "isa", "bin": "cubin", "fatbin": "fatbin"}, "rocdl": {
           "xevm": {"isa": "isa", "bin": "spv", "fatbin": "spv"}}
 ISA_OBJECT_TAIL = {"xevm": b"\0"}  # upstream's XeVM serializer keeps the assembly's NUL in the object
 LEVELS = (0, 3)
+BACKENDS = ("inprocess", "tools")  # MLIRGPU_LLVM_BACKEND: llvmlite in process, the release llc
 
 
 def _directives(path):
@@ -91,35 +93,36 @@ def _read(path):
 
 
 @pytest.mark.parametrize("path,target,chip,level,opts,libs", list(_cases()))
-def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root):
+def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root, monkeypatch):
     toolkit = {"nvvm": cuda_root, "rocdl": rocm_root}.get(target, "")
     source = instantiate(path, tmp_path / os.path.basename(path), chip, level)
     libs = tuple(lib.replace("@DATA@", corpus_data()) for lib in libs)
     neutral = path.endswith(".neutral.mlir")
-    dumps = tmp_path / "dumps"
     ours_format = OURS_FORMAT[target]
-    options = CompileOptions(format=ours_format, toolkit=toolkit, dump_dir=str(dumps),
-                             target=target if neutral else "", chip=chip if neutral else "",
-                             opt_level=level if neutral else None, opts=opts, link_libs=libs)
-    result = compile_file(source, options)
-    stems = [job.stem for job in result.jobs]
+    options = CompileOptions(format=ours_format, toolkit=toolkit, target=target if neutral else "",
+                             chip=chip if neutral else "", opt_level=level if neutral else None, opts=opts,
+                             link_libs=libs)
     pipeline = _pipeline(target, chip, level) if neutral else None
-
     # Code generation: XeVM's modules against upstream's for each module serialized first (see oracle).
     generated = oracle.upstream_objects_each_alone if target == "xevm" else oracle.upstream_objects
+    upstream_code = {fmt: generated(source, fmt, toolkit, pipeline, opts=opts, libs=libs) for fmt in FORMATS[target]}
+    upstream_ir = oracle.upstream_objects(source, "llvm", toolkit, pipeline, opts=opts, libs=libs)
     suffix = SUFFIX[target]
-    for fmt in FORMATS[target]:
-        upstream = generated(source, fmt, toolkit, pipeline, opts=opts, libs=libs)
-        assert len(upstream) == len(stems), f"{fmt}: upstream made {len(upstream)} objects, we {len(stems)}"
-        for stem, (attr, blob) in zip(stems, upstream):
-            ours = _read(dumps / f"{stem}.{suffix[fmt]}") + (ISA_OBJECT_TAIL.get(target, b"") if fmt == "isa" else b"")
-            assert ours == blob, f"{stem}.{suffix[fmt]} differs from upstream format={fmt} for {attr}"
-
-    upstream = oracle.upstream_objects(source, "llvm", toolkit, pipeline, opts=opts, libs=libs)
-    for stem, (attr, bitcode) in zip(stems, upstream):
-        theirs = oracle.strip_module_id(oracle.disassemble(bitcode, tmp_path, stem))
-        ours = oracle.strip_module_id(oracle.normalised_ir(str(dumps / f"{stem}.opt.ll"), tmp_path))
-        assert ours == theirs, f"{stem}.opt.ll differs from upstream format=llvm for {attr}"
+    for backend in BACKENDS:  # each LLVM build forced for the ISA stage (mlirgpu.llvm.backend)
+        monkeypatch.setenv("MLIRGPU_LLVM_BACKEND", backend)
+        dumps = tmp_path / f"dumps-{backend}"
+        result = compile_file(source, dataclasses.replace(options, dump_dir=str(dumps)))
+        stems = [job.stem for job in result.jobs]
+        for fmt, upstream in upstream_code.items():
+            assert len(upstream) == len(stems), f"{fmt}: upstream made {len(upstream)} objects, we {len(stems)}"
+            for stem, (attr, blob) in zip(stems, upstream):
+                ours = _read(dumps / f"{stem}.{suffix[fmt]}") + (ISA_OBJECT_TAIL.get(target, b"") if fmt == "isa"
+                                                                 else b"")
+                assert ours == blob, f"{backend}: {stem}.{suffix[fmt]} differs from upstream format={fmt} for {attr}"
+        for stem, (attr, bitcode) in zip(stems, upstream_ir):
+            theirs = oracle.strip_module_id(oracle.disassemble(bitcode, tmp_path, stem))
+            ours = oracle.strip_module_id(oracle.normalised_ir(str(dumps / f"{stem}.opt.ll"), tmp_path))
+            assert ours == theirs, f"{backend}: {stem}.opt.ll differs from upstream format=llvm for {attr}"
 
     if target == "xevm":
         for stem in stems:

@@ -307,8 +307,13 @@ def file_digest(path):
 def tool_version(tool):
     """First line of `TOOL --version` that names a version."""
     out = tool_output(tool, ("--version",))
-    if out is None:
-        return "unknown"
+    return "unknown" if out is None else _version_line(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _version_line(out):
+    """The line of a `--version` text that names the version: found once per text (stage keys ask for it per job
+    and stage, and `llc --version` lists some fifty targets)."""
     lines = [line.strip() for line in out.splitlines() if re.search(r"[Vv]ersion|release", line)]
     return lines[0] if lines else (out.strip().splitlines()[0] if out.strip() else "unknown")
 

@@ -22,7 +22,7 @@ import re
 import shlex
 
 from . import stages
-from ..llvm import toolchain
+from ..llvm import backend, toolchain
 from ..util.mlirtext import printable
 from .planning import REPRO_DUMP, container_dump, fat_container
 
@@ -56,7 +56,7 @@ def commands(job, options):
          "argv": [toolchain.command("opt"), "-S", f"-O{job.opt_level}", *machine, name("linked.ll"), "-o",
                   name("opt.ll")]},
         {"stage": "isa", "exact": True,
-         "argv": [toolchain.command("llc"), f"-O{job.opt_level}", *machine, "-asm-verbose=false", name("opt.ll"),
+         "argv": [toolchain.command("llc"), *backend.codegen_flags(job.opt_level, cpu, features), name("opt.ll"),
                   "-o", name("isa")]},
     ]
     if options.format != "isa":

@@ -26,7 +26,7 @@ hash and these), and how its output is stored (`save`) and read back (`restore`)
 import os
 from dataclasses import dataclass
 
-from ..llvm import toolchain
+from ..llvm import backend as llvm_backend, toolchain
 from ..errors import CompileError
 from ..compile_options import hint
 from ..version import __version__
@@ -98,9 +98,9 @@ def _opt(compile_, job, module):
 
 
 def _isa(compile_, job, module):
-    from ..llvm import ops as llvm_ops
-
-    return Assembly(llvm_ops.emit_assembly(module, job.target.isolated_codegen), module)
+    cpu, features = job.target.machine_cpu(job.attr)
+    return Assembly(llvm_backend.emit_assembly(module, job.opt_level, cpu, features, job.target.isolated_codegen),
+                    module)
 
 
 def _binary(compile_, job, assembly):
@@ -113,8 +113,9 @@ def _bitcode(compile_, job, module):
     return llvm_ops.bitcode(module)
 
 
-# What shapes each stage's output besides its input (the stage cache's keys). Every stage: this package and the
-# LLVM the stages run in, the target, its attribute as written, the chip and O level; then per stage below.
+# What shapes each stage's output besides its input (the stage cache's keys). Every stage: this package, the
+# LLVM builds the stages run in (llvmlite's, and the release `llc` the backend mode may run: mlirgpu.llvm.backend),
+# the target, its attribute as written, the chip and O level; then per stage below.
 
 # What a stage's stored output holds; raised when that changes (the binary stage began keeping its tools' log),
 # so entries of an earlier layout are never restored as this one's.
@@ -123,8 +124,8 @@ OUTPUT_LAYOUT = 2
 
 def _machine(compile_, job):
     cpu, features = job.target.machine_cpu(job.attr)
-    return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), job.target.name, job.attr.text, job.chip,
-            job.opt_level, job.attr.triple, cpu, features]
+    return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), llvm_backend.identity(), job.target.name,
+            job.attr.text, job.chip, job.opt_level, job.attr.triple, cpu, features]
 
 
 def _link_context(compile_, job):

@@ -72,6 +72,9 @@ TABLE = (
     Variable("MLIRGPU_COMPILE_PROCESSES", INTEGER, "processes one compile of many modules keeps busy: mlir-translate "
              "runs over parts of its modules, forked stage runners over chunks of its jobs (`1`: all in turn, in one "
              "process)", shown="the CPUs it may use", low=1, high=1024, unit="processes", example="2"),
+    Variable("MLIRGPU_LLVM_BACKEND", TEXT, "which LLVM build generates the ISA: `inprocess` (llvmlite's), `tools` "
+             "(the release `llc-22`, a process per module) or `auto` (`llc` for modules from a target's size on)",
+             "auto"),
     Variable("MLIRGPU_TARGETS", LIST, "modules defining more targets (comma-separated, importable)"),
     Variable("MLIRGPU_DEBUG", BOOLEAN, "`1`: tracebacks with every internal error (as `-v`)", "off"),
     Variable("MLIRGPU_STATS", BOOLEAN, "`1`: per-stage times after each compile (as `--timings`)", "off"),
