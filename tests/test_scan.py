@@ -129,3 +129,103 @@ def test_text_readers_find_what_their_plain_regular_expressions_find():
         while plain < len(text) and text[plain].isspace():
             plain += 1
         assert mlirtext.skip_space(text, pos) == plain
+
+
+def test_structure_crossing_long_blanks_reads_what_plain_expressions_read(monkeypatch):
+    """On random text, with any length counting as a long blanked span (`BIG_SPAN`, crossed in one jump): the
+    comments and strings blanked, the braces matched and the white space skipped are what the plain patterns
+    and str.isspace() give, character by character."""
+    import random
+    import re
+
+    from mlirgpu.util import mlirtext
+
+    tokens = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*(?:\n *//[^\n]*)*|"')
+    pieces = ['"', "\\", "\n", " ", "  ", "//", "/", "{", "}", "a", "\u00e9", "\\\"", "#", "\t"]
+    rng = random.Random(40)
+    for _ in range(3000):
+        monkeypatch.setattr(mlirtext, "BIG_SPAN", rng.choice((0, 1, 2, 5, 1 << 16)))
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        clean, masked, plain_error = list(text), list(text), None
+        for match in tokens.finditer(text):
+            if match.group() == '"':
+                plain_error = "unterminated string"
+                break
+            start, end = match.span()
+            if text[start] == '"':
+                start, end = start + 1, end - 1
+            for i in range(start, end):
+                if text[i] != "\n":
+                    masked[i] = " "
+                    clean[i] = " " if text[match.start()] == "/" else clean[i]
+        closing, opened, depths = {}, [], []
+        for i, char in enumerate(masked if plain_error is None else ()):
+            depths.append(len(opened))
+            if char == "{":
+                opened.append(i)
+            elif char == "}" and not opened:
+                plain_error = "unbalanced '}'"
+                break
+            elif char == "}":
+                closing[opened.pop()] = i
+        if plain_error is None and opened:
+            plain_error = "unbalanced '{'"
+        try:
+            st = mlirtext.Structure(text)
+        except mlirtext.Unreadable as exc:
+            assert str(exc) == plain_error, text
+            continue
+        assert plain_error is None, text
+        assert (st.clean, st.masked, st.closing) == ("".join(clean), "".join(masked), closing), text
+        assert [st.depth_at(i) for i in range(len(text))] == depths, text
+        for pos in range(len(text) + 1):
+            skipped = pos
+            while skipped < len(text) and masked[skipped].isspace():
+                skipped += 1
+            assert st.skip_space(pos) == skipped, (text, pos)
+
+
+def test_dialect_prefixes_are_what_a_search_with_a_lookbehind_finds():
+    import random
+    import re
+
+    from mlirgpu.util import mlirtext
+
+    plain = re.compile(r"(?<![\w$.#!])[#!]([A-Za-z_][\w$]*)\.")
+    pieces = ["#", "!", "#!", "llvm", "a", "_", "$", ".", "x.", " ", "\n", "{-#", "#-}", "9", "\u00e9", '"']
+    rng = random.Random(41)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert sorted(mlirtext.dialect_prefixes(text)) == sorted(plain.findall(text)), text
+
+
+def test_pieces_of_a_file_with_megabytes_of_comments_or_a_blob_are_those_of_the_small_file(tmp_path):
+    """What the compile hands mlir-translate is the same with or without the bulk: comments (before the aliases,
+    between them and the module, inside it) are not in a piece, and the resource trailer (trailing blank lines
+    stripped) only in one that names a `dense_resource`; line numbers count the comment lines."""
+    from mlirgpu.pipeline.scan import direct_source
+
+    alias = '#t = #nvvm.target<chip = "sm_90">\n'
+    kernel = "llvm.func @k() attributes {gpu.kernel, nvvm.kernel} { llvm.return }"
+    module = ("module attributes {gpu.container_module} {\n  gpu.module @big [#t] {\n    " + kernel + "\n  }\n"
+              "  gpu.module @uses [#t] {\n    llvm.mlir.global external constant @w(dense_resource<weights> : "
+              "tensor<4xf32>) {addr_space = 1 : i32} : !llvm.array<4 x f32>\n  }\n}\n")
+    comments = ("// " + "x" * 76 + "\n") * 20000
+    blob = ('{-#\n  dialect_resources: {\n    builtin: {\n      weights: "0x04000000' + "0000803F" * 40000
+            + '"\n    }\n  }\n#-}')
+
+    empty = "{-#\n#-}"  # a trailer of no resources
+
+    def pieces(name, text):
+        (tmp_path / name).write_text(text)
+        return [(m.name, m.line, m.text) for m in direct_source(str(tmp_path / name), None).modules]
+
+    small = pieces("small.mlir", alias + module + empty + "\n")
+    inner = module.replace("  gpu.module @uses", "  " + comments.replace("\n", "\n  ") + "gpu.module @uses")
+    assert pieces("comments.mlir", comments + alias + comments + module + empty + "\n") == \
+        [(name, line + 40000, text) for name, line, text in small]
+    assert [text for _name, _line, text in pieces("inner.mlir", alias + inner + empty + "\n")] == \
+        [text for _name, _line, text in small]
+    big = pieces("blob.mlir", alias + module + blob + "\n" * 5000)
+    assert big[0] == small[0] and big[1][:2] == small[1][:2]
+    assert big[1][2] == small[1][2].replace(empty + "\n", "") + blob + "\n"

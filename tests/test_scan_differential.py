@@ -91,7 +91,9 @@ TARGETS = ['#nvvm.target<chip = "sm_80">', '#nvvm.target<chip = "sm_90", O = 1>'
            '#nvvm.target<chip = "sm_80", link = []>',
            '#nvvm.target<\n    chip = "sm_90",\n    O = 3>']
 NAMES = ["k", "k_1", "k.v2", '"with space"', '"brace{"', '"ünï"', "main_kernel", "f_kernel", '"-lead"']
-NOISE = ["", "// gpu.module @commented [#nvvm.target] {", '// "unbalanced {', "// }}}", "// -----"]
+NOISE = ["", "// gpu.module @commented [#nvvm.target] {", '// "unbalanced {', "// }}}", "// -----",
+         "\n".join(["// a long run of comment lines, crossed in one jump {"] * 1500)]  # over mlirtext.BIG_SPAN
+LONG_NOTE = ' attributes {my.note = "' + "{gpu.module @x [#nvvm.target]" * 2500 + '"}'  # a long string
 
 
 @st.composite
@@ -122,7 +124,7 @@ def sources(draw):
             targets = draw(st.lists(st.sampled_from(TARGETS + aliases), max_size=2))
             handler = draw(st.sampled_from(["", " <#gpu.select_object<0>>"])) if targets else ""
             listed = f" [{', '.join(targets)}]" if targets else ""
-            attrs = draw(st.sampled_from(["", ' attributes {my.note = "}"}']))
+            attrs = draw(st.sampled_from(["", ' attributes {my.note = "}"}', LONG_NOTE]))
             kernel = f"llvm.func @k{index}() attributes {{gpu.kernel, nvvm.kernel}} {{ llvm.return }}"
             if draw(st.booleans()):
                 body.append(f"{indent}gpu.module @{name}{handler}{listed}{attrs} {{ {kernel} }}")

@@ -24,7 +24,7 @@ from . import source as sources
 from ..util import mlirtext
 from ..errors import CompileError
 from ..util.fsutil import read_input
-from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, skip_space, target_list,
+from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, target_list,
                        unpreceded, value_end)
 from ..util.mlirops import gpu_module_header, header_end, op_spans
 from ..llvm.mlirtools import TRANSLATED_DIALECTS
@@ -52,6 +52,7 @@ class Scan:
     direct: bool  # an explicit top module holding only targeted gpu.modules: pieces can be cut from the text
     prelude_end: int = 0  # offset of the line where the top module starts (aliases and comments before it)
     suffix_start: int = -1  # offset after the top module (location aliases and the resource trailer), or -1
+    prelude_start: int = 0  # offset of the line of the first alias or the top module (before: only comments)
 
 
 _ALIAS_DEF = re.compile(r"([#!])([\w$.\-]+)[ \t]*=")
@@ -91,7 +92,8 @@ def scan_text(text):
     st = Structure(text)
     clean, masked = st.clean, st.masked
     aliases = {}
-    pos = skip_space(masked, 0)
+    pos = st.skip_space(0)
+    prelude_start = masked.rfind("\n", 0, pos) + 1
     while pos < len(masked):
         alias = _ALIAS_DEF.match(masked, pos)
         if not alias:
@@ -99,7 +101,7 @@ def scan_text(text):
         end = value_end(masked, alias.end())
         if alias.group(1) == "#":
             aliases[alias.group(2)] = clean[alias.end() : end].strip()
-        pos = skip_space(masked, end)
+        pos = st.skip_space(end)
     prelude_end = masked.rfind("\n", 0, pos) + 1
     trailer = masked.rfind("{-#")
     if trailer >= 0 and (st.depth_at(trailer) != 0 or masked[st.closing[trailer] + 1 :].strip()):
@@ -108,30 +110,30 @@ def scan_text(text):
     top = _TOP_MODULE.match(masked, pos)
     explicit = False
     if top:
-        head = skip_space(masked, top.end())
+        head = st.skip_space(top.end())
         if masked.startswith("@", head):
             _name, head = read_symbol(clean, head)
-            head = skip_space(masked, head)
+            head = st.skip_space(head)
         top_attributes = ""
         if masked.startswith("attributes", head):
-            head = skip_space(masked, head + len("attributes"))
+            head = st.skip_space(head + len("attributes"))
             if not masked.startswith("{", head):
                 raise Unreadable("module attributes")
             close = st.closing[head]
-            top_attributes, head = masked[head + 1 : close].strip(), skip_space(masked, close + 1)
+            top_attributes, head = masked[head + 1 : close].strip(), st.skip_space(close + 1)
         if not masked.startswith("{", head):
             raise Unreadable("module body")
         body_end = st.closing[head]
-        after = skip_space(masked, body_end + 1)
+        after = st.skip_space(body_end + 1)
         while after < region_end and _ALIAS_DEF.match(masked, after):  # e.g. location aliases
-            after = skip_space(masked, value_end(masked, _ALIAS_DEF.match(masked, after).end()))
+            after = st.skip_space(value_end(masked, _ALIAS_DEF.match(masked, after).end()))
         if after >= region_end:  # the only top-level op: the top module
             explicit = True
             region, child_depth = (head + 1, body_end), 1
     if not explicit:  # an implicit module holds every top-level op
         region, child_depth = (pos, region_end), 0
     scan = _children(st, region, child_depth, aliases, explicit and top_attributes in ("", "gpu.container_module"),
-                     prelude_end, body_end + 1 if explicit else -1)
+                     (prelude_start, prelude_end, body_end + 1 if explicit else -1))
     _check_generic_ops(clean, scan.modules)
     return scan
 
@@ -147,7 +149,7 @@ def _check_generic_ops(clean, modules):
             raise Unreadable("generic operation syntax")
 
 
-def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
+def _children(st, region, depth, aliases, plain_top, parts):
     clean, masked = st.clean, st.masked
     modules, symbols, order, lists = [], set(), [], {}
     only_targeted_modules = plain_top
@@ -197,12 +199,14 @@ def _children(st, region, depth, aliases, plain_top, prelude_end, suffix_start):
             pending = []
     modules += pending
     lowering = any(not module.targets for module in modules)
-    host = next(unpreceded(_HOST_LAUNCH, masked, _NAME_CHAR), None) is not None
-    direct = (only_targeted_modules and bool(modules) and not host and "llvm.di_" not in masked
+    host = any(next(unpreceded(_HOST_LAUNCH, masked, _NAME_CHAR, *segment), None) for segment in st.segments())
+    direct = (only_targeted_modules and bool(modules) and not host
+              and not any(masked.find("llvm.di_", *segment) >= 0 for segment in st.segments())
               and len({module.name for module in modules}) == len(modules)
               and all(attr.target.parameter_problem(attr.params) is None
                       for module in modules for attr in module.targets))
-    return Scan(tuple(modules), lowering, host, direct, prelude_end, suffix_start)
+    prelude_start, prelude_end, suffix_start = parts
+    return Scan(tuple(modules), lowering, host, direct, prelude_end, suffix_start, prelude_start)
 
 
 def _scan_to_json(scan):
@@ -212,7 +216,7 @@ def _scan_to_json(scan):
                          "targets": [[t.target.attribute, t.text, t.params] for t in m.targets]}
                         for m in scan.modules],
             "lowering": scan.lowering, "host": scan.host, "direct": scan.direct,
-            "prelude_end": scan.prelude_end, "suffix_start": scan.suffix_start}
+            "prelude_end": scan.prelude_end, "suffix_start": scan.suffix_start, "prelude_start": scan.prelude_start}
 
 
 def _scan_from_json(entry):
@@ -221,7 +225,7 @@ def _scan_from_json(entry):
                                   int(m["end"]), str(m["handler"]), frozenset(map(str, m["symbols"])),
                                   frozenset(map(str, m["ops"]))) for m in entry["modules"])
     return Scan(modules, bool(entry["lowering"]), bool(entry["host"]), bool(entry["direct"]),
-                int(entry["prelude_end"]), int(entry["suffix_start"]))
+                int(entry["prelude_end"]), int(entry["suffix_start"]), int(entry["prelude_start"]))
 
 
 def _stored_target(attribute, text, params):
@@ -403,14 +407,11 @@ def pieces_key(modules):
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
-_DIALECT_PREFIX, _DIALECT_BEFORE = re.compile(r"[#!]([A-Za-z_][\w$]*)\."), re.compile(r"[\w$.#!]")  # unpreceded
-
-
-def _names_untranslated_dialect(text):
-    """Whether `text` (comments and strings included: a false match only costs a read by mlir-opt) names
-    `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
+def _names_untranslated_dialect(*texts):
+    """Whether one of `texts` (comments and strings included: a false match only costs a read by mlir-opt)
+    names `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
     translated = TRANSLATED_DIALECTS | {target.attribute.split(".")[0] for target in TARGETS.values()}
-    return any(match.group(1) not in translated for match in unpreceded(_DIALECT_PREFIX, text, _DIALECT_BEFORE))
+    return any(name not in translated for text in texts for name in mlirtext.dialect_prefixes(text))
 
 
 def direct_source(path, options):
@@ -430,8 +431,9 @@ def direct_source(path, options):
         text, _digest = read_text(path)
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
-    prelude, suffix, trailer = mlirtext.file_parts(text, scan.prelude_end, scan.suffix_start)
-    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix + trailer):
+    prelude, suffix, trailer = mlirtext.file_parts(text, scan.prelude_start, scan.prelude_end, scan.suffix_start)
+    # The trailer starts with `{`, which no match holds or follows: read apart, not joined (a 48 MiB copy).
+    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix, trailer):
         return None
     pieces, line, counted = [], 1, 0
     for module in scan.modules:

@@ -165,16 +165,15 @@ def read_input(path, kind=SOURCE_INPUT):
         problem = size_problem(info.st_size, kind)
         if problem:
             raise CompileError(problem, file=path, fix=kind.fix)
-        chunks = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        # One read of the size the file has (a 48 MiB source is not read in pieces and joined: no copy), then
+        # reads until the end, in case it grows meanwhile.
+        chunks = [os.read(fd, info.st_size + 1)]
+        total = len(chunks[0])
+        while chunks[-1]:
             if total > kind.limit:
                 raise CompileError("file grows while it is read", file=path, fix=f"name a regular {kind.file}")
-        return b"".join(chunks)
+            chunks.append(os.read(fd, 1 << 20))
+            total += len(chunks[-1])
+        return chunks[0] if len(chunks) <= 2 else b"".join(chunks)
     finally:
         os.close(fd)

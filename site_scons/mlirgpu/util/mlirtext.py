@@ -22,57 +22,111 @@ SYMBOL = re.compile(r'@("[^"\\\n]*(?:\\.[^"\\\n]*)*"|[A-Za-z_$.\-0-9][\w$.\-]*)'
 # A run of comment lines (indented by spaces) is one match: a file of a million comment lines costs one. Its
 # repeat is possessive where sre has them (Python 3.11): a greedy one keeps a backtracking frame per line.
 _COMMENT_RUN = r"//[^\n]*(?:\n *//[^\n]*)*" + ("+" if sys.version_info >= (3, 11) else "")
-_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + '|"')
-_BLANK_ASCII = bytes(10 if byte == 10 else 32 for byte in range(256))  # every byte but a newline a space
+_STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_STRINGS_AND_COMMENTS = re.compile(_STRING + "|" + _COMMENT_RUN + '|"')
+_TOKEN_START, _STRING_AT, _COMMENT_RUN_AT = re.compile(r'"|//'), re.compile(_STRING), re.compile(_COMMENT_RUN)
+# Every ASCII character but a newline a space: str.translate's ASCII fast path (no encoding, 3x bytes.translate).
+_BLANK_ASCII = str.maketrans({chr(code): " " for code in range(128) if code != 10})
 _BRACES = re.compile(r"[{}]")
+_SPACE = re.compile(r"\s*")  # `\s` of a str pattern is what str.isspace() says (Py_UNICODE_ISSPACE)
+# A blanked span this long (a dialect resource blob, a run of comment lines) is stepped over in one jump by the
+# passes that look for structure: sre spends nanoseconds per character of it (0.3 s for 48 MiB of blanks).
+BIG_SPAN = 1 << 16
+
+
+def _tokens(text):
+    """The spans of the comment runs and string literals of `text`, in order, as `_STRINGS_AND_COMMENTS` finds
+    them; a string without an escape or a newline is found with str.find (native speed, where sre takes
+    nanoseconds per character of a 48 MiB hex string). Raises Unreadable at an unterminated string."""
+    comments, strings = [], []
+    search, find = _TOKEN_START.search, text.find
+    match = search(text)
+    while match:
+        start = match.start()
+        if match.group() == '"':
+            close = find('"', start + 1)
+            if close < 0 or find("\\", start + 1, close) >= 0 or find("\n", start + 1, close) >= 0:
+                literal = _STRING_AT.match(text, start)
+                if literal is None:
+                    raise Unreadable("unterminated string")
+                close = literal.end() - 1
+            strings.append((start + 1, close))
+            end = close + 1
+        else:
+            end = _COMMENT_RUN_AT.match(text, start).end()
+            comments.append((start, end))
+        match = search(text, end)
+    return comments, strings
 
 
 class Structure:
     """A source's text three ways: as written, `clean` (comments blanked), `masked` (comments and string
     contents blanked; every offset stays the same), plus the `{` nesting depth at any offset and the closing
-    brace of each opening one. Two regular-expression passes, linear in the text: this runs for every changed
-    source on every build."""
+    brace of each opening one. Linear in the text, with long blanked spans stepped over (`BIG_SPAN`): this runs
+    for every changed source on every build, and a source may be 48 MiB of comments or of a resource blob."""
 
     def __init__(self, text):
-        comments, strings = [], []  # the spans of each
-        for match in _STRINGS_AND_COMMENTS.finditer(text):
-            start, end = match.span()
-            if text[start] != '"':
-                comments.append((start, end))
-            elif end - start == 1:
-                raise Unreadable("unterminated string")
-            else:
-                strings.append((start + 1, end - 1))
+        comments, strings = _tokens(text)
         self.text = text
         # Built from spans, without a copy of any token: a 48 MiB blob is one string, a file of comments one run.
-        self.clean = _blanked(text, comments) if comments else text
-        self.masked = _blanked(self.clean, strings) if strings else self.clean
+        blanks = {}  # the blank of each comment span, shared by both (a 48 MiB comment run is blanked once)
+        self.clean = _blanked(text, comments, blanks) if comments else text
+        self.masked = _blanked(text, sorted(comments + strings), blanks) if strings else self.clean
+        self.big = sorted(span for span in comments + strings if span[1] - span[0] >= BIG_SPAN)  # blank in masked
+        self._big_ends = [end for _start, end in self.big]
         self._breaks, self._depths, self.closing = [0], [0], {}  # closing: offset of each `{` -> its `}`
         opened = []
-        for match in _BRACES.finditer(self.masked):
-            start = match.start()
-            if match.group() == "{":
-                opened.append(start)
-            elif not opened:
-                raise Unreadable("unbalanced '}'")
-            else:
-                self.closing[opened.pop()] = start
-            self._breaks.append(start + 1)
-            self._depths.append(len(opened))
+        for start, end in self.segments():
+            for match in _BRACES.finditer(self.masked, start, end):
+                start = match.start()
+                if match.group() == "{":
+                    opened.append(start)
+                elif not opened:
+                    raise Unreadable("unbalanced '}'")
+                else:
+                    self.closing[opened.pop()] = start
+                self._breaks.append(start + 1)
+                self._depths.append(len(opened))
         if opened:
             raise Unreadable("unbalanced '{'")
+
+    def segments(self):
+        """(start, end) of each part of `masked` between its big blanked spans: all that holds any structure."""
+        pos = 0
+        for start, end in self.big:
+            yield pos, start
+            pos = end
+        yield pos, len(self.masked)
+
+    def skip_space(self, pos):
+        """`skip_space(self.masked, pos)`, each big blanked span (white space throughout) crossed in one jump."""
+        masked = self.masked
+        index = bisect.bisect_right(self._big_ends, pos)  # the first big span that ends after pos
+        while index < len(self.big):
+            start, end = self.big[index]
+            if pos < start:
+                pos = _SPACE.match(masked, pos, start).end()
+                if pos < start:
+                    return pos
+            pos, index = end, index + 1
+        return skip_space(masked, pos)
 
     def depth_at(self, position):
         """`{` nesting depth just before `position`."""
         return self._depths[bisect.bisect_right(self._breaks, position) - 1]
 
 
-def _blanked(text, spans):
-    """`text` with the characters of each span `(start, end)` (in order) blanked, newlines kept."""
+def _blanked(text, spans, blanks):
+    """`text` with the characters of each span `(start, end)` (in order) blanked, newlines kept. `blanks`: the
+    blank of a span by its span, filled here (a span blanked before is not blanked again)."""
     parts, pos = [], 0
     for start, end in spans:
         parts.append(text[pos:start])
-        parts.append(_blank(text[start:end]) if text.find("\n", start, end) >= 0 else " " * (end - start))
+        blank = blanks.get((start, end))
+        if blank is None:
+            blank = _blank(text[start:end]) if text.find("\n", start, end) >= 0 else " " * (end - start)
+            blanks[start, end] = blank
+        parts.append(blank)
         pos = end
     parts.append(text[pos:])
     return "".join(parts)
@@ -81,7 +135,7 @@ def _blanked(text, spans):
 def _blank(text):
     """`text` with every character but a newline a space (one C pass for ASCII text, one per line else)."""
     if text.isascii():
-        return text.encode("ascii").translate(_BLANK_ASCII).decode("ascii")
+        return text.translate(_BLANK_ASCII)
     return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
@@ -95,14 +149,24 @@ def without_comments(text):
 _STRING_OR_TRAILER = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN + r"|\{-#")
 
 
-def file_parts(text, prelude_end, suffix_start):
-    """What each piece cut from a file's `text` shares: the prelude before its top module (aliases) and what
-    follows the module (location aliases), both less comments, and its resource trailer (`{-# ... #-}`, or '';
-    found outside strings and comments)."""
-    suffix = text[suffix_start:]
-    found = next((match for match in _STRING_OR_TRAILER.finditer(suffix) if match.group() == "{-#"), None)
-    end = found.start() if found else len(suffix)
-    return without_comments(text[:prelude_end]), without_comments(suffix[:end]).strip(), suffix[end:].strip()
+def file_parts(text, prelude_start, prelude_end, suffix_start):
+    """What each piece cut from a file's `text` shares: the prelude before its top module (aliases, from
+    `prelude_start`: before it only comments and blank lines, which it would drop) and what follows the module
+    (location aliases), both less comments, and its resource trailer (`{-# ... #-}`, or ''; found outside
+    strings and comments). Read in place: the suffix (a 48 MiB resource blob) is not copied to be searched."""
+    found = next((match for match in _STRING_OR_TRAILER.finditer(text, suffix_start) if match.group() == "{-#"),
+                 None)
+    end = stop = found.start() if found else len(text)
+    if found:  # text[end:].strip() in one copy (the trailer starts with `{-#`): its end, 4 KiB at a time
+        stop = len(text)
+        while True:
+            tail = text[max(end, stop - 4096) : stop]
+            kept = len(tail.rstrip())
+            stop -= len(tail) - kept
+            if kept:
+                break
+    return (without_comments(text[prelude_start:prelude_end]), without_comments(text[suffix_start:end]).strip(),
+            text[end:stop])
 
 
 def unescape_mlir_string(body):
@@ -156,9 +220,6 @@ def read_symbol(clean, pos):
     return symbol_name(match.group(1)), match.end()
 
 
-_SPACE = re.compile(r"\s*")  # `\s` of a str pattern is what str.isspace() says (Py_UNICODE_ISSPACE)
-
-
 def skip_space(text, pos):
     """The first offset from `pos` (0 <= pos) that is not white space, or len(text)."""
     return _SPACE.match(text, pos).end() if pos < len(text) else pos
@@ -173,6 +234,22 @@ def unpreceded(pattern, text, before, pos=0, endpos=None):
         start = match.start()
         if start == 0 or not before.match(text, start - 1):
             yield match
+
+
+_DIALECT_PREFIX, _DIALECT_BEFORE = re.compile(r"[#!]([A-Za-z_][\w$]*)\."), re.compile(r"[\w$.#!]")
+
+
+def dialect_prefixes(text):
+    """The dialect of each `#dialect.` and `!dialect.` in `text` not after a word character or `$.#!` (what
+    `unpreceded` finds). Each `#` and `!` is found with str.find (a 48 MiB resource blob holds two), then matched
+    there: no match holds a `#` or `!` past its first character, so these are the matches a search finds."""
+    for mark in "#!":
+        pos = text.find(mark)
+        while pos >= 0:
+            match = _DIALECT_PREFIX.match(text, pos)
+            if match and not (pos and _DIALECT_BEFORE.match(text, pos - 1)):
+                yield match.group(1)
+            pos = text.find(mark, pos + 1)
 
 
 @functools.cache
