@@ -90,16 +90,17 @@ class _Rocdl:
 
 
 def random_binaries(rng, count):
-    """Binaries of every kind of content: ASCII text ending in NUL (ISA), bytes, zeros; names LLVM's string
-    table tail-merges (`m1`, `m11`), non-ASCII module names and chips shared between them."""
+    """Binaries of every kind of content: ASCII text ending in NUL (ISA), bytes, zeros; symbols LLVM's string
+    table tail-merges (`k_binary` inside `kk_binary`), non-ASCII module names, strings shared between entries."""
     binaries = []
     for index in range(count):
         module = rng.choice([f"m{index}", f"m{index}1x", f"kernels_{index}", f"mod\u00e9{index}"])
-        data = rng.choice([b"// ptx text\n.version 8.0\0", bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))),
+        data = rng.choice([b"// ptx text\n.version 8.0\0", rng.randbytes(rng.randrange(1, 300)),
                            bytes(rng.randrange(1, 40))])
         target = rng.choice([_Nvvm, _Rocdl])
         chips = tuple(rng.sample(["sm_80", "sm_90", "gfx90a", "gfx942"], rng.randrange(1, 3)))
-        binaries.append(embed.Embedded(f"p_{module.replace(chr(0xe9), 'e')}_{index}", module, target, chips,
+        name = rng.choice([f"p_{module.replace(chr(0xe9), 'e')}_{index}", "k" * (index + 1)])  # k_binary in kk_binary
+        binaries.append(embed.Embedded(name, module, target, chips,
                                        rng.choice(["isa", "bin", "fatbin", "bundle"]), data))
     return binaries
 

@@ -75,7 +75,7 @@ def host_object(binaries, layout, section, source_name):
         registry = elf.section(embed.REGISTRY_SECTION, _SHF_ALLOC | _SHF_WRITE)
         entry = elf.define(f"__mlirgpu_registry.{index}", registry, _ENTRY.pack(len(item.data)), 8, local=True)
         fields = embed.registry_fields(item, source_name, embed.section_for(item, layout, section))
-        registry.relocations += [(entry.value + 8 * i, strings.symbol, offsets[field]) for i, field in enumerate(fields)]
+        registry.relocations += [(entry.value + 8 * i, strings.symbol, offsets[f]) for i, f in enumerate(fields)]
         registry.relocations.append((entry.value + 48, binary, 0))
     return elf.written()
 
