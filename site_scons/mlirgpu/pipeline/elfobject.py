@@ -81,11 +81,14 @@ def host_object(binaries, layout, section, source_name):
 
 
 class _Section:
+    __slots__ = ("name", "kind", "flags", "align", "entsize", "parts", "size", "relocations", "link", "info",
+                 "offset", "index", "symbol", "target")
+
     def __init__(self, name, kind, flags, align=1, entsize=0):
         self.name, self.kind, self.flags, self.align, self.entsize = name, kind, flags, align, entsize
         self.parts, self.size, self.relocations = [], 0, []  # relocations: (offset, _Symbol, addend)
         self.link = self.info = self.offset = self.index = 0
-        self.symbol = None
+        self.symbol = self.target = None  # target: the section a `.rela` section relocates
 
     def place(self, data, align):
         """Append `data` at the next offset aligned to `align` (zeros between, as LLVM pads data); its offset."""
@@ -100,6 +103,8 @@ class _Section:
 
 
 class _Symbol:
+    __slots__ = ("name", "kind", "section", "value", "size", "local", "index")
+
     def __init__(self, name, kind, section, value, size, local):
         self.name, self.kind, self.section, self.value, self.size, self.local = name, kind, section, value, size, local
         self.index = 0
@@ -144,12 +149,12 @@ class _Object:
         names = _string_table([s.name for s in table] + [s.name for s in symbols if s.kind != _STT_SECTION])
         strtab.parts, strtab.size = [names[0]], len(names[0])
         symtab.link, symtab.info = strtab.index, 1 + sum(symbol.local for symbol in symbols)
-        symtab.parts = [bytes(_SYMBOL.size)] + [_symbol_entry(symbol, names[1]) for symbol in symbols]
+        symtab.parts = [bytes(_SYMBOL.size) + b"".join(_symbol_entry(symbol, names[1]) for symbol in symbols)]
         for rela in relocated:
             rela.link, rela.info = symtab.index, rela.target.index
-            rela.parts = [_RELOCATION.pack(offset, symbol.index << 32 | _R_X86_64_64, addend)
-                          for offset, symbol, addend in rela.target.relocations]
-        symtab.size = len(symtab.parts) * _SYMBOL.size
+            rela.parts = [b"".join(_RELOCATION.pack(offset, symbol.index << 32 | _R_X86_64_64, addend)
+                                   for offset, symbol, addend in rela.target.relocations)]
+        symtab.size = len(symtab.parts[0])
         parts, end = [], _HEADER.size
         for section in contents + [symtab] + relocated + [strtab]:  # the order LLVM writes them in
             padding = -end % section.align
