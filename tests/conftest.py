@@ -117,7 +117,7 @@ TIERS = {
              "test_toolchain", "test_compiler_log", "test_trace", "test_fuzz", "test_records", "test_tiers",
              "test_link_plan"),
     "build": ("test_scons", "test_repository", "test_meson", "test_cmake", "test_wheel", "test_drop_in",
-              "test_host_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
+              "test_host_objects", "test_elf_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
               "test_truthful_refusals", "test_bench_smoke", "test_library_builds", "test_lowering_safety",
               "test_environment"),
     "identity": ("test_upstream_identity", "test_xevm", "test_scan_differential", "test_pasted_pipelines",

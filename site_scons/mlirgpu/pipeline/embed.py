@@ -56,13 +56,24 @@ def _registry(binaries, source_name, section_of):
     strings = _Strings()
     lines = ["%mlirgpu.binary = type { ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64 }"]
     for index, item in enumerate(binaries):
-        fields = [source_name, item.module, item.family, ",".join(item.chips), item.format, section_of(item)]
+        fields = registry_fields(item, source_name, section_of(item))
         refs = ", ".join(f"ptr {strings.ref(field)}" for field in fields)
         lines.append(
             f"@__mlirgpu_registry.{index} = internal global %mlirgpu.binary {{ {refs}, ptr @{item.symbol}, "
             f'i64 {len(item.data)} }}, section "{REGISTRY_SECTION}", align 8'
         )
     return strings.lines + lines
+
+
+def registry_fields(item, source_name, section):
+    """The strings of one registry entry, in `struct mlirgpu_binary`'s order (its pointers `data` and `size` follow)."""
+    return [source_name, item.module, item.family, ",".join(item.chips), item.format, section]
+
+
+def placement(item, layout, section):
+    """Where a binary goes: (section, alignment, the target's VendorSection when the vendor layout wraps it)."""
+    vendor = item.target.vendor_section if layout == "vendor" else None
+    return section_for(item, layout, section), vendor.alignment if vendor and not section else 8, vendor
 
 
 def section_for(item, layout, section):
@@ -77,11 +88,9 @@ def host_ir(binaries, layout, section, source_name, triple="x86_64-unknown-linux
     """LLVM IR text of a host object holding `binaries` (plain or vendor layout) and their registry."""
     lines = ['source_filename = "mlirgpu"', f'target triple = "{triple}"']
     for index, item in enumerate(binaries):
-        chosen = section_for(item, layout, section)
-        vendor = item.target.vendor_section if layout == "vendor" else None
-        align = vendor.alignment if vendor and not section else 8
-        placement = f', section "{chosen}"' if chosen != ".rodata" else ""
-        lines.append(f'@{item.symbol} = constant [{len(item.data)} x i8] c"{_ir_string(item.data)}"{placement}, '
+        chosen, align, vendor = placement(item, layout, section)
+        attribute = f', section "{chosen}"' if chosen != ".rodata" else ""
+        lines.append(f'@{item.symbol} = constant [{len(item.data)} x i8] c"{_ir_string(item.data)}"{attribute}, '
                      f"align {align}")
         lines.append(f"@{item.symbol}_size = constant i64 {len(item.data)}, align 8")
         if vendor:

@@ -3,13 +3,14 @@
 As upstream: per gpu.module one fat container where its target makes one for its chips (or the layout needs
 one), else one binary per (module, target); with host code only the object `#gpu.select_object` picks, and the
 host code translated with each gpu.module replaced by a `gpu.binary` holding our bytes, so MLIR's launch glue
-loads them. The object's LLVM IR comes from mlirgpu.pipeline.embed.
+loads them. The object's LLVM IR comes from mlirgpu.pipeline.embed; without host code the object is
+written directly (mlirgpu.pipeline.elfobject), the same bytes.
 """
 import os
 import re
 import time
 
-from . import embed, lowering
+from . import elfobject, embed, lowering
 from . import source as sources
 from .embed import Embedded
 from .planning import container_dump, fat_container
@@ -97,11 +98,14 @@ def translate_host(source, jobs, outputs, options):
 
 def host_object(compile_, binaries, host):
     """The host object: the binaries, with MLIR's launch glue when the file has host code (`host`: its
-    translated LLVM IR)."""
+    translated LLVM IR); without host code written directly (mlirgpu.pipeline.elfobject), LLVM's object
+    for the same IR."""
     from ..llvm.ops import object_from_ir
 
     options, source_name = compile_.options, os.path.basename(compile_.source)
     compile_.report(f"{compile_.source}: host object", (compile_.source, None))
     if host is not None:
         return object_from_ir(embed.host_ir_with_glue(host, binaries, source_name))
+    if elfobject.writes(binaries, options.layout, options.section, source_name):
+        return elfobject.host_object(binaries, options.layout, options.section, source_name)
     return object_from_ir(embed.host_ir(binaries, options.layout, options.section, source_name))
