@@ -230,7 +230,8 @@ def _edit_example_library(source, text):
 def test_the_example_through_cmake(tmp_path, generator):
     """examples/library with CMake: the library is built and linked; a comment-only edit recompiles it once and
     alone (its bitcode keeps its bytes and time), and the build after that is a null build with both generators
-    (Makefiles compare the library's stamp, not its bitcode); an edit of a function rebuilds both objects. With
+    (Makefiles compare the library's stamp, not its bitcode), a deleted bitcode file is compiled again, and an
+    edit of a function rebuilds both objects. With
     Makefiles, a kernel that named the library's files as its own dependencies ran the library's rule again in its
     target."""
     from test_cmake import build, commands_run, configure
@@ -247,6 +248,11 @@ def test_the_example_through_cmake(tmp_path, generator):
     text = (source / "mathlib.mlir").read_text()
     _edit_example_library(source, "// only a comment\n" + text)
     assert commands_run(build(tmp_path / "b")) == ["MLIRGPU mathlib: mathlib.mlir"]
+    assert commands_run(build(tmp_path / "b")) == []
+    (tmp_path / "b" / "mathlib" / "mathlib.nvvm.bc").unlink()  # a deleted bitcode file is made again (a new
+    again = commands_run(build(tmp_path / "b"))  # file: what links it is relinked, as for any remade input)
+    assert again.count("MLIRGPU mathlib: mathlib.mlir") == 1, again
+    assert (tmp_path / "b" / "mathlib" / "mathlib.nvvm.bc").is_file()
     assert commands_run(build(tmp_path / "b")) == []
     _edit_example_library(source, text.replace("%r = arith.addf %m, %y", "%r = arith.subf %m, %y"))
     edited = commands_run(build(tmp_path / "b"))

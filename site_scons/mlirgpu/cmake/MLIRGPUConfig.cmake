@@ -102,8 +102,8 @@ endfunction()
 # earlier compile with dumps left there (`--stale-dumps`); `clean` removes it either way. A library's bitcode
 # keeps its time when its bytes do, so nothing linking it rebuilds (Ninja's restat); Make would then run the
 # compile on every build, so with Makefiles a `stamp`, touched by every compile, is the primary output Make
-# compares with the source, and the bitcode files are byproducts. (Ninja keeps them as outputs: its depfile
-# check wants the compile's depfile to name the first output, the first bitcode file.)
+# compares with the source. (Ninja keeps the bitcode files as outputs: its depfile check wants the compile's
+# depfile to name the first output, the first bitcode file.)
 function(_mlirgpu_compile command name source folder stem paths options libraries dumps stamp)
   set(what "${command}(${name})")
   get_source_file_property(generated "${source}" GENERATED)
@@ -133,22 +133,27 @@ function(_mlirgpu_compile command name source folder stem paths options librarie
   # The options as a file rewritten only when they change: every generator then rebuilds on a new GPU_TARGET.
   file(CONFIGURE OUTPUT "${folder}/${stem}.options" CONTENT "${MLIRGPU_COMMAND} ${paths} ${options}\n")
   set(outputs ${listed})
-  set(byproducts)
+  set(bitcode)
   set(touch)
   if(stamp AND CMAKE_GENERATOR MATCHES "Makefiles")
-    set(byproducts ${listed})
-    list(FILTER byproducts INCLUDE REGEX "\\.bc$")  # the rest are dumps and the record
+    set(bitcode ${listed})
+    list(FILTER bitcode INCLUDE REGEX "\\.bc$")  # the rest are dumps and the record
     list(FILTER outputs EXCLUDE REGEX "\\.bc$")
     set(outputs "${stamp}" ${outputs})
     set(touch COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}")
+    # The stamp depends on its bitcode files, each made by a rule that does nothing: Make runs it only for a
+    # file that is missing, and a prerequisite that is still missing after its rule makes the stamp out of date,
+    # so a deleted bitcode file is compiled again; one that kept its time stays older than the stamp.
+    foreach(file IN LISTS bitcode)
+      add_custom_command(OUTPUT "${file}" COMMAND "${CMAKE_COMMAND}" -E true VERBATIM)
+    endforeach()
   endif()
   add_custom_command(
     OUTPUT ${outputs}
-    BYPRODUCTS ${byproducts}
     COMMAND ${MLIRGPU_COMMAND} compile --caller cmake "${source}" ${paths} ${stale} --depfile "${depfile}"
             ${options}
     ${touch}
-    DEPENDS "${source}" ${libraries} "${folder}/${stem}.options"
+    DEPENDS "${source}" ${libraries} "${folder}/${stem}.options" ${bitcode}
     DEPFILE "${depfile}"
     COMMENT "MLIRGPU ${name}: ${stem}.mlir"
     VERBATIM)
