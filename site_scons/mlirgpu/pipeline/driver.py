@@ -118,8 +118,8 @@ def _compile(source, options, output, translator, report):
         _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, obj, output)
         timings["dumps"] = dumps.seconds
     dependencies = [source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
-    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
-        compile_.trace
+    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun,
+                                  process.tool_stats.get())] + compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=compile_.cache_warnings + remotecache.take_warnings(),
