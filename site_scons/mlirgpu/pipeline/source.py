@@ -190,19 +190,16 @@ def lowering_needed(text, modules):
     return any(not module.targets for module in modules)
 
 
-def _read_before_lowering(path, options):
+def _read_before_lowering(path, options, scanned):
     """(text, gpu.modules) of `path` before its lowering: normalised by mlir-opt and split; or, with a user's
-    pipeline, whose run reads (and checks) the file itself, its text and the gpu.modules the scan reads in it
-    (none if it outlines them all): one mlir-opt run fewer per compile of an integration test's RUN line."""
+    pipeline, whose run reads (and checks) the file itself, its text and the gpu.modules the scan read in it
+    (`scanned`; none if it outlines them all): one mlir-opt run fewer per compile of an integration test's RUN
+    line."""
     if options.lowering:
         text = _read_source(path)
-        from .scan import scan_file  # the scan builds on this module
-        try:
-            written = [GpuModule(m.name, text.count("\n", 0, m.start) + 1, text[m.start : m.end], m.targets, m.handler)
-                       for m in scan_file(path).modules if m.start >= 0]  # not those it will outline
-        except (Unreadable, OSError):
-            written = None
-        if written or (written == [] and _OUTLINED_LAUNCH.search(text)):
+        written = [GpuModule(m.name, text.count("\n", 0, m.start) + 1, text[m.start : m.end], m.targets, m.handler)
+                   for m in scanned or () if m.start >= 0]  # not those it will outline
+        if written or ((scanned is not None or "gpu.module" not in text) and _OUTLINED_LAUNCH.search(text)):
             return text, written
     text = normalise(path)
     return text, split(text, path)
@@ -388,10 +385,11 @@ def _host_fix(dialect, before, serialized):
             "binaries")
 
 
-def load(path, options):
+def load(path, options, scanned=None):
     """The gpu.modules of `path`, lowered and given a target from `options` where they carry none; host code
-    that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container."""
-    text, modules = _read_before_lowering(path, options)
+    that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container.
+    `scanned`: the fast scan's modules of the file (scan.Scan.modules), or None where it stepped aside."""
+    text, modules = _read_before_lowering(path, options, scanned)
     used, host = "", None  # the lowering this compile runs (what a fix for its host code extends), lower()'s host
     serializing = lowering.expand(options.lowering, path) if options.lowering else None
     if serializing is not None and serializing.binary is None:
