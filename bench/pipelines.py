@@ -13,7 +13,9 @@ ours compiles it with the RUN line's flags as `GPU_LOWERING` / `--lowering`, wri
   medium source compiled that way, against the upstream chain.
 """
 import glob
+import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -88,6 +90,42 @@ def cold_scons(base, reps, interleave, scons, clean, toolchain, count=None):
                         reps, lambda name, cwd: clean(cwd))
     result["sources"] = count
     return result
+
+
+# The tools of both chains that load LLVM or MLIR: a process start of each costs tens of milliseconds.
+_LLVM_TOOLS = ("mlir-opt", "mlir-translate", "opt", "llc", "llvm-link")
+
+
+def _llvm_tool(program):
+    return re.sub(r"-\d+$", "", os.path.basename(program)) in _LLVM_TOOLS
+
+
+def processes(base, toolchain, count=None):
+    """Tool processes per source of the corpus (about `count` of its sources): ours from each compile's trace
+    event (`mlirgpu compile --trace`, no stage cache or server), upstream's from its chain (each mlir-opt of the
+    RUN line, mlir-translate, llc, and opt where the host code holds coroutines). LLVM/MLIR tools apart (ptxas
+    and fatbinary run in both: upstream's mlir-opt starts them)."""
+    folder = os.path.join(base, "processes")
+    write_corpus(folder, toolchain, count=count)
+    env = dict(os.environ, MLIRGPU_CACHE="off", MLIRGPU_SERVER="off")
+    ours, ours_llvm, upstream = [], [], []
+    for name in sorted(entry[: -len(".mlir")] for entry in os.listdir(folder) if entry.endswith(".mlir")):
+        flags = run_line(os.path.join(PIPELINES, name + ".mlir"))
+        trace = os.path.join(folder, name + ".trace.json")
+        subprocess.run([sys.executable, "-m", "mlirgpu", "compile", name + ".mlir", "-o", name + ".o", "--lowering",
+                        flags, "--dump-intermediates", name + ".dumps", "--trace", trace], cwd=folder, env=env,
+                       check=True, capture_output=True)
+        with open(trace, encoding="utf-8") as handle:
+            event = next(e for e in json.load(handle)["traceEvents"] if e.get("cat") == "compile")
+        ours.append(event["args"]["processes"])
+        ours_llvm.append(sum(runs for program, runs in event["args"]["tools"].items() if _llvm_tool(program)))
+        subprocess.run(["sh", "-c", upstream_chain(name + ".mlir", name + ".up.o", flags, toolchain)], cwd=folder,
+                       env=env, check=True, capture_output=True)
+        with open(os.path.join(folder, name + ".up.o.ll"), encoding="utf-8") as handle:
+            coroutines = "@llvm.coro." in handle.read()
+        upstream.append(len(mlir_opt_runs(flags)) + 2 + coroutines)
+    return {"sources": len(ours), "ours": sum(ours) / len(ours), "ours_llvm": sum(ours_llvm) / len(ours),
+            "upstream_llvm": sum(upstream) / len(upstream)}
 
 
 def pip_venv(base):
@@ -175,6 +213,11 @@ def report(results, paired):
                      f"ours {cold['ours scons -j2 DUMP=1']['median']:.2f} s / upstream "
                      f"{cold['upstream make -j2']['median']:.2f} s = {value['median']:.2f} "
                      f"({value['min']:.2f}-{value['max']:.2f})")
+    counted = results.get("pipelines_processes")
+    if counted:
+        lines.append(f"Tool processes per source, upstream-style corpus ({counted['sources']} sources): LLVM/MLIR tools "
+                     f"ours {counted['ours_llvm']:.2f} / upstream's chain {counted['upstream_llvm']:.2f}; all of ours "
+                     f"(ptxas, fatbinary too) {counted['ours']:.2f}")
     pip = results.get("pip_served")
     if pip:
         lines.append(f"Pip-installed, server warm, upstream-style corpus ({pip['sources']} sources): median s, "

@@ -482,6 +482,7 @@ def sections(args, base, corpus_dir, reps, incr, null_sizes):
         "remote_cache": lambda: fleet.remote_cache(base, corpus_dir, reps, SCONS, timed),
         "pipelines_cold": lambda: pipelines.cold_scons(base, reps, interleave, SCONS, clean, toolchain,
                                                        6 if args.quick else None),
+        "pipelines_processes": lambda: pipelines.processes(base, toolchain, 6 if args.quick else None),
         "pip_served": lambda: pipelines.pip_served(base, reps, interleave, toolchain, fast.ninja(),
                                                    6 if args.quick else None),
         "scaling": lambda: fleet.scaling(base, 10 if args.quick else 200, 1 if args.quick else min(reps, 2), SCONS,

@@ -210,11 +210,12 @@ def test_a_pipeline_mlir_opt_cannot_read_is_one_line_with_the_fix(text, tmp_path
     assert not (tmp_path / "k.o").exists()
 
 
-def test_a_run_line_compile_runs_mlir_opt_only_for_the_pipeline_and_the_host_code(tmp_path):
+def test_a_run_line_compile_runs_mlir_opt_once(tmp_path):
     """A file the pipeline outlines (gpu.launch, no gpu.module) is read by the pipeline's own mlir-opt run, not
     normalised first, and the pipeline's expansion is a tool fact the command wrote before its worker compiled:
-    the compile's profile counts two mlir-opt runs (the pipeline up to serialization, the host passes after it),
-    and its objects are upstream's bytes (test_a_pasted_pipeline_builds_what_upstreams_run_line_builds)."""
+    the compile's profile counts one mlir-opt run (the pipeline up to serialization, then the host passes after
+    it, in the same run), and its objects are upstream's bytes
+    (test_a_pasted_pipeline_builds_what_upstreams_run_line_builds)."""
     import json
 
     path = os.path.join(PIPELINES, "all_reduce_add.mlir")
@@ -227,4 +228,26 @@ def test_a_run_line_compile_runs_mlir_opt_only_for_the_pipeline_and_the_host_cod
                                   XDG_CACHE_HOME=str(tmp_path / "user-cache")))
     assert run.returncode == 0, run.stderr
     tools = json.loads(profile.read_text().splitlines()[0])["tools"]
-    assert [runs for name, (runs, _seconds) in tools.items() if name.startswith("mlir-opt")] == [2], tools
+    assert [runs for name, (runs, _seconds) in tools.items() if name.startswith("mlir-opt")] == [1], tools
+
+
+@pytest.mark.parametrize("name, binary_tools", [("all_reduce_add", {"ptxas": 1, "fatbinary": 1}),
+                                                ("all_reduce_min", {"ptxas": 1})])  # a gpu.module written in it
+def test_the_trace_counts_a_run_line_compiles_tool_processes(name, binary_tools, tmp_path):
+    """`--trace`: the compile's event says how many tool processes it ran, per program: for a RUN line's NVVM
+    file with host code one mlir-opt (lowering and host passes; a gpu.module written in the file is read by the
+    scan, not by a normalising run), two mlir-translate (device, host), and ptxas (and fatbinary for a fatbin);
+    upstream's chain runs mlir-opt (which runs ptxas and fatbinary), mlir-translate and llc."""
+    import json
+
+    path = os.path.join(PIPELINES, name + ".mlir")
+    trace = tmp_path / "trace.json"
+    run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", path, "-o", str(tmp_path / "k.o"),
+                          "--lowering", run_line(path), "--dump-intermediates", str(tmp_path / "d"),
+                          "--trace", str(trace)], capture_output=True, text=True, cwd=tmp_path,
+                         env=dict(ENV, MLIRGPU_CACHE="off", XDG_CACHE_HOME=str(tmp_path / "user-cache")))
+    assert run.returncode == 0, run.stderr
+    [event] = [event for event in json.loads(trace.read_text())["traceEvents"] if event.get("cat") == "compile"]
+    tools = {re.sub(r"-\d+$", "", name): runs for name, runs in event["args"]["tools"].items()}  # mlir-opt-22
+    assert tools == {"mlir-opt": 1, "mlir-translate": 2, **binary_tools}, event["args"]
+    assert event["args"]["processes"] == 3 + len(binary_tools)

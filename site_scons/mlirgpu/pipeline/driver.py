@@ -30,12 +30,13 @@ from .compileresult import CompileResult, compile_dependencies, own_target_warni
 from .dumps import DumpFolder
 from .library import compile_library
 from ..errors import CompileError, CompileWarning
+from ..util.mlirtext import Unreadable
 from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
 from ..compile_options import hint
 from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, container_dump, fat_container, plan,
                        planned_dumps)
 from .record import make_depfile, new_record
-from .scan import direct_source
+from .scan import direct_source, scan_file
 from .stages import LIBRARY
 from .translation import OWN, translate_source
 
@@ -85,7 +86,8 @@ def _compile(source, options, output, translator, report):
     timings = {}
     started = time.perf_counter()
     # A user's pipeline runs on every file, as upstream's mlir-opt runs it: never cut straight from the text.
-    loaded = (None if options.lowering else direct_source(source, options)) or sources.load(source, options)
+    loaded = (None if options.lowering else direct_source(source, options)) or \
+        sources.load(source, options, _scanned(source) if options.lowering else None)
     jobs = plan(loaded.modules, source, options)
     warnings = _check_layout(loaded, jobs, options)
     planned = planned_dumps(loaded.modules, options, loaded.has_host_code)
@@ -118,12 +120,21 @@ def _compile(source, options, output, translator, report):
         _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, obj, output)
         timings["dumps"] = dumps.seconds
     dependencies = [source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
-    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun)] + \
-        compile_.trace
+    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun,
+                                  process.tool_stats.get())] + compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=compile_.cache_warnings + remotecache.take_warnings(),
                          trace=events, llvm_modules=compile_.llvm_modules)
+
+
+def _scanned(source):
+    """The fast scan's gpu.modules of `source` (the lowering then reads its modules without a normalising
+    mlir-opt run), or None where the scan steps aside."""
+    try:
+        return scan_file(source).modules
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return None
 
 
 def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, entry_key):

@@ -17,7 +17,7 @@ import shlex
 import tempfile
 from dataclasses import dataclass, replace
 
-from ..llvm import process, toolchain
+from ..llvm import mlirtools, process, toolchain
 from . import passtext, pipelinefixes
 from ..errors import CompileError
 from ..compile_options import hint
@@ -264,6 +264,10 @@ def _check_chips(pipeline, options, source):
 def device_pipeline(pipeline, options):
     """The passes before serialization, with the attach pass set to the compile's chip(s), O level and
     features (one attach pass per chip, as the built-in lowering attaches them)."""
+    return anchored(", ".join(_device_elements(pipeline, options)))
+
+
+def _device_elements(pipeline, options):
     attach = pipeline.attach()
     elements = list(pipeline.before)
     if attach:
@@ -273,12 +277,43 @@ def device_pipeline(pipeline, options):
             changes["features"] = options.features
         chips = [chip for chip in options.chip.split(",") if chip] or [values.get("chip", "")]
         elements[index : index + 1] = [_with_values(elements[index], dict(changes, chip=chip)) for chip in chips]
-    return anchored(", ".join(elements))
+    return elements
 
 
 def host_pipeline(pipeline):
     """The passes after serialization (upstream's host lowering), anchored; '' when there are none."""
     return anchored(", ".join(pipeline.after)) if pipeline.after else ""
+
+
+# print-ir's label where the device part of a run that also runs the host passes ends (lower_with_host)
+_CUT = "mlirgpu-serialization"
+_CUT_MARK = f"// -----// IR Dump {_CUT} //----- //\n"
+_TOP_CLOSE = re.compile(r"^\}.*\n", re.M)  # the top module's last line: its ops print indented
+
+
+def lower_with_host(path, pipeline, options, print_args, what):
+    """(the lowered file, its host code after the passes that follow serialization) from one mlir-opt run instead
+    of two: `print-ir` where serialization would run prints the file as serialization sees it (on stderr, in the
+    printing flags `print_args` give the output), then the passes after it run on the host code with the
+    gpu.modules still in place; each gpu.module there is later replaced by our gpu.binary, as upstream's
+    serialization replaces it (those passes, upstream's canonicalize, cse and the last conversions, change no
+    host op after what a gpu.module holds). None where the pipeline has no such passes or the run fails: the
+    caller then runs them apart, after serialization, which reports any error at its place as before."""
+    if not pipeline.after:
+        return None
+    merged = anchored(", ".join([*_device_elements(pipeline, options), f"print-ir{{label={_CUT}}}", *pipeline.after]))
+    try:
+        host, printed = mlirtools.run_mlir_tool_printing("mlir-opt", [path, f"--pass-pipeline={merged}",
+                                                                      *print_args], path, what)
+    except process.ToolTimedOut:
+        raise  # it would hang again apart
+    except CompileError:
+        return None
+    start = printed.find(_CUT_MARK)
+    end = _TOP_CLOSE.search(printed, start + len(_CUT_MARK)) if start >= 0 else None
+    if end is None or printed.count(_CUT_MARK) != 1:
+        return None
+    return printed[start + len(_CUT_MARK) : end.end()], host
 
 
 def only_modules(names):

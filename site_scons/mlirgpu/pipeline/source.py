@@ -6,6 +6,7 @@ kept; top-level ops print at indentation 2, so each direct child `gpu.module` is
 then a standalone module for `mlir-translate --no-implicit-module`. Local-scope printing drops the
 `{-# dialect_resources #-}` trailer, so it is taken from a plain print and appended to pieces that use it.
 """
+import itertools
 import re
 from dataclasses import dataclass, replace
 
@@ -74,27 +75,30 @@ _BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}, convert-linalg-
 _SUBGROUP = "test-gpu-subgroup-reduce-lowering{expand-to-shuffles}, "
 
 
-def lower(path, target, chips, features, opt_level, options=None):
+def lower(path, target, chips, features, opt_level, options=None, host=False):
     """Outline kernels, attach `target` once per chip, and lower gpu/arith/memref/math/scf to the target's LLVM
     dialect; or run the user's `options.lowering` instead (up to its serialization, if it has one: see
-    lowering.py), then attach the target to the modules still without one, and only to them."""
+    lowering.py), then attach the target to the modules still without one, and only to them. (lowered text,
+    host text): with `host`, the host code after the pipeline's passes after serialization where the same run
+    gave it (lowering.lower_with_host), else None."""
     what = f"lowering target-neutral code for {target.name}"
     args = ["--mlir-print-local-scope", "--mlir-print-debuginfo"]
     if options is not None and options.lowering:
         pipeline = lowering.expand(options.lowering, path)
-        text = run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={lowering.device_pipeline(pipeline, options)}",
-                                          *args], path, what + " (--lowering)")
+        device = "--pass-pipeline=" + lowering.device_pipeline(pipeline, options)
+        text, host_text = (host and lowering.lower_with_host(path, pipeline, options, args, what + " (--lowering)")
+                           or (run_mlir_tool("mlir-opt", [path, device, *args], path, what + " (--lowering)"), None))
         if "gpu.binary" in text and "gpu.module" not in text:
             raise CompileError("the lowering pipeline already serialized the gpu.modules (gpu-module-to-binary)",
                                file=path, fix="end the pipeline before serialization; mlirgpu serializes")
         bare = [module.name for module in split(text, path) if not module.targets]
         if not bare:
-            return text
+            return text, host_text
         attach = target.attach_pipeline(chips, features, opt_level, modules=lowering.only_modules(bare))
-        return run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={attach}", *args], path, what, text=text)
+        return run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={attach}", *args], path, what, text=text), host_text
     try:
         return run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={target.lowering_pipeline(chips, features, opt_level)}",
-                                          *args], path, what)
+                                          *args], path, what), None
     except CompileError as exc:
         failed = re.search(r"failed to legalize operation '([\w.]+)'", exc.message)
         if failed:
@@ -118,12 +122,9 @@ def lower(path, target, chips, features, opt_level, options=None):
 def _source_line(path, line):
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, 1):
-                if number == line:
-                    return text
+            return next(itertools.islice(handle, line - 1, None), "")
     except OSError:
-        pass
-    return ""
+        return ""
 
 
 _OWN_PIPELINE = ("the built-in lowering takes gpu, arith, math, memref, scf, cf and affine code; give your own "
@@ -189,15 +190,17 @@ def lowering_needed(text, modules):
     return any(not module.targets for module in modules)
 
 
-def _read_before_lowering(path, options):
-    """(text, gpu.modules) of `path` before its lowering: normalised by mlir-opt and split; or, for a file the
-    user's pipeline will outline (gpu.launch, and no gpu.module even named in it), its own text and none, since
-    the pipeline's run reads (and checks) the file itself: one mlir-opt run fewer per compile of an integration
-    test's RUN line."""
+def _read_before_lowering(path, options, scanned):
+    """(text, gpu.modules) of `path` before its lowering: normalised by mlir-opt and split; or, with a user's
+    pipeline, whose run reads (and checks) the file itself, its text and the gpu.modules the scan read in it
+    (`scanned`; none if it outlines them all): one mlir-opt run fewer per compile of an integration test's RUN
+    line."""
     if options.lowering:
         text = _read_source(path)
-        if "gpu.module" not in text and _OUTLINED_LAUNCH.search(text):
-            return text, []
+        written = [GpuModule(m.name, text.count("\n", 0, m.start) + 1, text[m.start : m.end], m.targets, m.handler)
+                   for m in scanned or () if m.start >= 0]  # not those it will outline
+        if written or ((scanned is not None or "gpu.module" not in text) and _OUTLINED_LAUNCH.search(text)):
+            return text, written
     text = normalise(path)
     return text, split(text, path)
 
@@ -382,11 +385,15 @@ def _host_fix(dialect, before, serialized):
             "binaries")
 
 
-def load(path, options):
+def load(path, options, scanned=None):
     """The gpu.modules of `path`, lowered and given a target from `options` where they carry none; host code
-    that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container."""
-    text, modules = _read_before_lowering(path, options)
-    used = ""  # the lowering this compile runs (what a fix for its host code extends)
+    that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container.
+    `scanned`: the fast scan's modules of the file (scan.Scan.modules), or None where it stepped aside."""
+    text, modules = _read_before_lowering(path, options, scanned)
+    used, host = "", None  # the lowering this compile runs (what a fix for its host code extends), lower()'s host
+    serializing = lowering.expand(options.lowering, path) if options.lowering else None
+    if serializing is not None and serializing.binary is None:
+        serializing = None
     if options.lowering and not options.target and modules and all(m.targets for m in modules):
         options = replace(options, target=modules[0].targets[0].target.name)  # a pipeline that attaches none
     if lowering_needed(text, modules) or (options.lowering and modules):  # a user's pipeline runs on them all
@@ -403,7 +410,8 @@ def load(path, options):
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
         if not options.lowering:
             check_lowerable(modules, target, path, chips, options.features, opt_level)
-        lowered = lower(path, target, chips, options.features, opt_level, options)
+        lowered, host = lower(path, target, chips, options.features, opt_level, options,
+                              host=bool(serializing) and options.host_code == "compile")
         used = lowering.canonical(options.lowering) if options.lowering else \
             target.lowering_pipeline(chips, options.features, opt_level)[len("builtin.module(") : -1]
         original = {m.name: m for m in modules if m.targets}
@@ -417,17 +425,17 @@ def load(path, options):
         # Modules that had targets keep them as written (attach-target would have appended one).
         text = replace_modules(lowered, {m.name: m.text for m in modules})
     container = host_passes = ""
-    serializing = lowering.expand(options.lowering, path) if options.lowering else None
-    if serializing is not None and serializing.binary is None:
-        serializing = None
     if options.host_code == "compile" and has_host_code(text):
-        if serializing:  # the pipeline lowered the host code up to its serialization; it finishes after it
+        if host is not None:  # the host passes after the pipeline's serialization ran in its lowering's run
+            container = host
+            check_host(container, path, used, serialized=True)
+        elif serializing:  # the pipeline lowered the host code up to its serialization; it finishes after it
             container, host_passes = text, lowering.host_pipeline(serializing)
         else:
             container = _lower_host(text, path)
             check_host(container, path, used)
-        targets = {m.name: m.targets for m in modules}
-        modules = [replace(m, targets=targets.get(m.name, m.targets)) for m in split(container, path)]
+            targets = {m.name: m.targets for m in modules}  # the host lowering ran on the gpu.modules too
+            modules = [replace(m, targets=targets.get(m.name, m.targets)) for m in split(container, path)]
     uses = [m for m in modules if "dense_resource<" in m.text]
     trailer = _resources(path, uses)
     if trailer:

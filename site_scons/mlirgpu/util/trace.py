@@ -1,7 +1,8 @@
 """Build traces in the Chrome trace event format (`--trace FILE`, SCons `GPU_TRACE`), which Perfetto
 (ui.perfetto.dev) and chrome://tracing load, as ninjatracing does for Ninja: one complete event ("ph": "X") per
 compile and per stage of each job, on the row of the process that ran it (an LLVM worker, a Dask worker's
-command), with the stage cache's verdict, module, target, chip and output size as arguments.
+command), with the stage cache's verdict, module, target, chip and output size as arguments (a compile's: its
+jobs and the tool processes it ran).
 
     {"traceEvents": [{"name": "isa", "cat": "stage", "ph": "X", "ts": µs, "dur": µs, "pid": 1,
                       "tid": worker pid, "args": {"module", "target", "chip", "cache", "bytes"}}, ...],
@@ -32,9 +33,14 @@ def stage_event(job, stage, origin, wall, begun, output):
                      "cache": {"cached": "hit", "ran": "miss"}.get(origin, origin), "bytes": _size(output)}}
 
 
-def compile_event(source, jobs, wall, seconds):
+def compile_event(source, jobs, wall, seconds, tools=None):
+    """One compile; `tools`: the tool processes it ran, {program: [runs, seconds, path]} (llvm.process's
+    statistics), shown as `processes` (their number) and `tools` ({program: runs}): the cost a process start
+    adds per source, against upstream's chain of one process per tool."""
+    runs = {name: entry[0] for name, entry in sorted((tools or {}).items())}
     return {"name": os.path.basename(source), "cat": "compile", "ph": "X", "ts": int(wall * 1e6),
-            "dur": max(1, int(seconds * 1e6)), "tid": os.getpid(), "args": {"source": source, "jobs": jobs}}
+            "dur": max(1, int(seconds * 1e6)), "tid": os.getpid(),
+            "args": {"source": source, "jobs": jobs, "processes": sum(runs.values()), "tools": runs}}
 
 
 def document(events):
