@@ -107,6 +107,50 @@ def test_60000_libraries_parse_in_linear_time(tmp_path):
     assert elapsed < 10, f"{elapsed:.1f} s"
 
 
+def test_60000_options_of_every_kind_parse_in_linear_time(tmp_path):
+    """60,000 repeated options that are not -l (a build system's flags given again per file): read in well under
+    10 s, the last of each winning as argparse has it (the chip of the last --chip is the one compiled)."""
+    (tmp_path / "k.mlir").write_text(kernel())
+    words = [word for i in range(20000) for word in ("--chip", "sm_70", "--format=isa", "-O", str(i % 4))]
+    started = time.monotonic()
+    run = _mlirgpu("list-outputs", "k.mlir", "-o", "k.o", "--target", "nvvm", *words, "--chip=sm_90",
+                   "--dump-intermediates", "D", capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    elapsed = time.monotonic() - started
+    assert run.returncode == 0, run.stderr
+    assert "D/mlirgpu.json" in run.stdout.splitlines() and not [n for n in run.stdout.split() if "cubin" in n]
+    assert elapsed < 10, f"{elapsed:.1f} s"
+
+
+OPTION_WORDS = [["--chip", "sm_80"], ["--chip=sm_90"], ["-O", "2"], ["-O3"], ["-O=1"], ["-l", "a.bc"], ["-lb.bc"],
+                ["-l=c.bc"], ["--format", "isa"], ["--format=bin"], ["--format", "nope"], ["-v"], ["--timings"],
+                ["--features=-ptx80"], ["--features", "-ptx80"], ["--", "x"], ["--chi", "sm_75"], ["-vlx.bc"],
+                ["--caller", "cmake"], ["-o", "other.o"], ["-ofile.o"], ["--target", "rocdl"], ["extra"], ["-"],
+                ["--opts", "-v"], ["--opts=-v --x"], ["--timings=1"], ["-l"]]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_long_command_line_reads_as_argparse_reads_it(seed, monkeypatch):
+    """The one-pass reading (frontends/longargv) of random long command lines, against argparse's own: the same
+    options or the same error (forced on for short lines here)."""
+    import random
+    sys.path.insert(0, os.path.join(ROOT, "site_scons"))
+    from mlirgpu.frontends import cli, longargv
+
+    rng = random.Random(seed)
+    argv = [rng.choice(["compile", "list-outputs"]), "k.mlir", "-o", "k.o"]
+    for _ in range(rng.randrange(1, 30)):
+        argv += rng.choice(OPTION_WORDS if seed % 2 else OPTION_WORDS[:10])
+
+    def read(collapse_from):
+        monkeypatch.setattr(longargv, "COLLAPSE_FROM", collapse_from)
+        try:
+            return vars(cli._parse(argv))
+        except SystemExit as exit_:
+            return ("exit", exit_.code)
+
+    assert read(0) == read(10 ** 9)
+
+
 def _sparse(path, size):
     with open(path, "wb") as handle:
         handle.truncate(size)

@@ -20,6 +20,7 @@ import signal
 import sys
 
 from .. import errors
+from . import longargv
 from ..execution import compiles
 from ..errors import CompileError, InternalError
 from ..util import environment
@@ -342,13 +343,8 @@ def main(argv=None):
 
 def _main(argv, started):
     argv = _pasted_values(sys.argv[1:] if argv is None else argv)
-    gathered, libraries = _gathered_libraries(argv)
     try:
-        args = _parser().parse_args(gathered)
-        if libraries is not None and args.link_libs:  # argparse found others too (`-vlLIB`): its own reading
-            args = _parser().parse_args(argv)
-        elif libraries is not None:
-            args.link_libs = libraries
+        args = _parse(argv)
     except SystemExit as exit_:
         if exit_.code == 2 and argv[:1] == ["compile"]:  # a command line we cannot read: remove what it names
             outputs = argparse.ArgumentParser(add_help=False)
@@ -401,28 +397,25 @@ def _discard_outputs(started):
         _remove_stale_outputs(path, "", "", args.input)
 
 
-def _gathered_libraries(argv):
-    """`argv` without its `-l` options, and their values in order (None: left to argparse). argparse looks
-    for the next option among all of a command line's options at every step, so 60,000 `-l` would take it
-    minutes; gathered here in one pass, it sees the few other options only. Only forms it reads the same way
-    (`-l LIB`, `-lLIB`, `-l=LIB`, no `--` before them) are taken, all or none, so the result is argparse's."""
-    if argv[:1] not in (["compile"], ["list-outputs"]) or not any(word.startswith("-l") for word in argv):
-        return argv, None
-    rest, libraries = [], []
-    words = iter(argv)
-    for word in words:
-        if word == "--":
-            return argv, None
-        if word == "-l":
-            value = next(words, None)
-            if value is None or value.startswith("-"):
-                return argv, None  # argparse says what is wrong
-            libraries.append(value)
-        elif word.startswith("-l"):
-            libraries.append(word[3:] if word.startswith("-l=") else word[2:])
-        else:
-            rest.append(word)
-    return rest, libraries
+def _parse(argv):
+    """argparse's reading of `argv`, a long command line of `compile` or `list-outputs` read in one pass."""
+    collapsed, appended = (argv, None)
+    if argv[:1] in (["compile"], ["list-outputs"]):
+        collapsed, appended = longargv.collapsed(argv, _option_forms(argv[0]))
+    args = _parser().parse_args(collapsed)
+    if appended is not None and any(getattr(args, dest) for dest in appended):
+        return _parser().parse_args(argv)  # argparse found others too (`-vlLIB`): its own reading
+    for dest, values in (appended or {}).items():
+        setattr(args, dest, values)
+    return args
+
+
+@functools.cache
+def _option_forms(command):
+    """{option string: its argparse action} of a subcommand's options, for argv.collapsed."""
+    commands = next(action for action in _parser()._actions  # noqa: SLF001 - argparse keeps its actions there
+                    if isinstance(action, argparse._SubParsersAction))  # noqa: SLF001
+    return dict(commands.choices[command]._option_string_actions)  # noqa: SLF001
 
 
 def _quietly(function, *args):
