@@ -340,9 +340,11 @@ def test_a_toolkit_named_by_path_becomes_the_workers_own(tmp_path, cluster, cuda
         source = instantiate(os.path.join(CORPUS, corpus), tmp_path / f"{name}.mlir", chip, 3)
         profile = tmp_path / f"{name}.jsonl"
         for mode, extra in (("remote", {"MLIRGPU_EXECUTOR": url, "MLIRGPU_PROFILE": str(profile)}), ("local", {})):
+            # A cache folder of its own: the executor's failure breaker there is this test's, not one that a test
+            # killing the cluster's worker earlier in this process tripped (compiles then stay here, silently).
             run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", source, "-o", str(tmp_path / f"{name}-{mode}.o"),
                                   "--toolkit", toolkit, "--format", "bin"], capture_output=True, text=True,
-                                 env=_env(**extra))
+                                 env=_env(MLIRGPU_CACHE_DIR=str(tmp_path / "cache"), **extra))
             assert run.returncode == 0 and run.stderr == "", run.stderr
         assert '"remote": true' in profile.read_text()
         assert (tmp_path / f"{name}-remote.o").read_bytes() == (tmp_path / f"{name}-local.o").read_bytes()

@@ -48,11 +48,12 @@ def build(destination, python=None):
     python = python or os.path.abspath(sys.executable)
     socket = _socket_name()
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or "cc"]
-    partial = f"{destination}.{os.getpid()}.partial"
+    folder, name = os.path.split(os.path.abspath(destination))
+    partial = os.path.join(folder, f".{name}.{os.getpid()}.partial")  # hidden: no reader takes it for the launcher
     try:
         # The compiler's temporary files stay beside the launcher: the server builds it while it serves a
         # client whose TMPDIR it inherited, and nothing may land in a build's folders that it did not declare.
-        with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(destination))) as scratch:
+        with tempfile.TemporaryDirectory(dir=folder) as scratch:
             built = subprocess.run([*compiler, "-O2", "-o", partial, f"-DMLIRGPU_PYTHON={_c_string(python)}",
                                     f"-DMLIRGPU_SOCKET={_c_string(socket)}", SOURCE],
                                    stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
