@@ -326,3 +326,17 @@ def test_compile_entries_see_what_only_the_host_object_shows(tmp_path, cache_dir
     monkeypatch.setenv("MLIRGPU_CACHE", "off")
     off = compile_file(str(source), CompileOptions(**options))
     assert cached.object_bytes == off.object_bytes and cached.header == off.header
+
+
+@pytest.mark.parametrize("library", ["missing.bc", "folder", "lib.fifo"])
+def test_a_library_that_is_not_a_file_fails_the_compile_whatever_the_cache_holds(tmp_path, cache_dir, library):
+    """A compile that names a -l library that is not a file fails at the link stage, naming it, also right after
+    the same source compiled without it filled the cache (its link stage's key then left the library out, and the
+    compile was restored from the one that named none); as upstream fails on a missing `l=` library."""
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "lib.fifo")
+    source = instantiate(os.path.join(CORPUS, "saxpy.nvvm.mlir"), tmp_path / "k.mlir", "sm_80", 3)
+    assert _cli(tmp_path, "compile", source, "-o", "k.o").returncode == 0
+    run = _cli(tmp_path, "compile", source, "-o", "k.o", "-l", library)
+    assert run.returncode == 1 and library in run.stderr, run.stderr
+    assert not (tmp_path / "k.o").exists()

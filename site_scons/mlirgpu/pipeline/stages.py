@@ -130,9 +130,13 @@ def _machine(compile_, job):
 
 def _link_context(compile_, job):
     """The libraries the target may link for this job (their contents; which ones it links depends on the
-    module, which is the input), in its order."""
+    module, which is the input), in its order; and each library the build names for it that is not a file, so
+    the link stage runs to say so instead of being restored from a compile that named none (as upstream's
+    gpu-module-to-binary fails on a missing `l=` library whatever its cache)."""
+    named = job.target.user_libraries(job.attr, compile_.options.link_libs)
     return _machine(compile_, job) + [[path, toolchain.file_digest(path)]
-                                      for path in job.target.library_inputs(job, compile_.options)]
+                                      for path in job.target.library_inputs(job, compile_.options)] + \
+        [[path, None] for path in named if path and not os.path.isfile(path)]
 
 
 def _binary_context(compile_, job):
