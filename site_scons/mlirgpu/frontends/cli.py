@@ -251,10 +251,11 @@ def _compile(args):
 
     options = check_options(args.input, _options(args))
     stats = args.timings or environment.value("MLIRGPU_STATS")  # read first: a bad value compiles nothing
-    if args.stale_dumps:
-        from ..pipeline.dumps import forget_dumps
+    if args.stale_dumps and not (options.dump_dir and os.path.realpath(options.dump_dir) ==
+                                 os.path.realpath(args.stale_dumps)):  # its own: the compile keeps it current
+        from ..pipeline.dumps import remove_stale_dumps
 
-        forget_dumps(args.stale_dumps, args.input, options)
+        remove_stale_dumps(args.stale_dumps, source=args.input, prefix=options.dump_prefix)
     result = compiles.compile_command(args.input, args.output, options, _tell)
     _report(args, result, stats)
     return 0
