@@ -86,15 +86,15 @@ def test_a_cli_compile_checks_its_options_once_and_hands_them_to_the_pipeline_th
                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"), MLIRGPU_CACHE="off"))
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "k.o").is_file()
-    lines = [line.split() for line in log.read_text().splitlines()]
-    walk = list(dict.fromkeys(module for _pid, called, _function, caller in lines if called != "CHECK"
-                              for module in (caller, called) if module != "-"))
+    lines = [line.split() for line in log.read_text().splitlines()]  # in time order: both processes append
     checks = [line for line in lines if line[1] == "CHECK"]
-    pids = {line[0] for line in lines}
-    assert len(pids) == 2, walk  # the command's process and its worker's
-    reached = [line for line in lines if line[1:3] == ["mlirgpu.pipeline.driver", "compile_to_object"]]
-    assert reached and reached[0][0] != lines[0][0], lines  # the pipeline's driver, in the worker
+    assert len({line[0] for line in lines}) == 2, lines  # the command's process and its worker's
+    reached = next(index for index, line in enumerate(lines)
+                   if line[1:3] == ["mlirgpu.pipeline.driver", "compile_to_object"])
+    assert lines[reached][0] != lines[0][0], lines  # the pipeline's driver, in the worker
     assert len(checks) == 1, lines
+    walk = list(dict.fromkeys(module for _pid, called, _function, caller in lines[:reached + 1] if called != "CHECK"
+                              for module in (caller, called) if module != "-"))
     outside = [module for module in walk if not module.startswith(_CORE)]
     assert "mlirgpu.frontends.cli" in outside and len(outside) <= 6, outside
 
