@@ -119,7 +119,7 @@ TIERS = {
     "build": ("test_scons", "test_repository", "test_meson", "test_cmake", "test_wheel", "test_drop_in",
               "test_host_objects", "test_elf_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
               "test_truthful_refusals", "test_bench_smoke", "test_library_builds", "test_lowering_safety",
-              "test_environment"),
+              "test_environment", "test_checked_options"),
     "identity": ("test_upstream_identity", "test_xevm", "test_scan_differential", "test_pasted_pipelines",
                  "test_library_identity", "test_many_modules", "test_llvm_backend"),
     "robustness": ("test_hostile_input", "test_cli_hostile", "test_reliability", "test_stress", "test_trust",

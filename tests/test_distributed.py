@@ -276,6 +276,31 @@ def test_a_failed_remote_compile_reports_what_a_local_one_does(tmp_path, cluster
     assert "sub/bad.mlir:" in messages[0] and f"{bad}:" in messages[1]
 
 
+def test_a_compile_on_the_cluster_removes_the_dumps_it_no_longer_writes(tmp_path, cluster):
+    """A dump folder an earlier compile filled: a compile on the cluster that writes fewer dumps (the ISA now, not
+    the binary) leaves what a local one leaves, no binary dump of the earlier setting to look current; one that
+    fails there leaves no record to describe the dumps, as a local one."""
+    _, _, url = cluster
+    text = open(os.path.join(CORPUS, "saxpy.rocdl.mlir")).read().replace("@CHIP@", "gfx942").replace("@O@", "3")
+    folders = {}
+    for where, extra in (("remote", {"MLIRGPU_EXECUTOR": url}), ("local", {})):
+        work = tmp_path / where
+        work.mkdir()
+        (work / "k.mlir").write_text(text)
+        for format_ in ("bin", "isa"):
+            run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", "k.mlir", "-o", "k.o", "--format", format_,
+                                  "--dump-intermediates", "D"], cwd=work, capture_output=True, text=True, timeout=120,
+                                 env=_env(**extra))
+            assert run.returncode == 0 and "not used" not in run.stderr, (where, run.stderr)
+        folders[where] = sorted(os.listdir(work / "D"))
+        (work / "k.mlir").write_text(text.replace("llvm.fadd", "llvm.fadd_typo"))
+        run = subprocess.run([sys.executable, "-m", "mlirgpu", "compile", "k.mlir", "-o", "k.o", "--dump-intermediates",
+                              "D"], cwd=work, capture_output=True, text=True, timeout=120, env=_env(**extra))
+        assert run.returncode == 1 and not (work / "D" / "mlirgpu.json").exists(), (where, run.stderr)
+    assert not any(name.endswith(".hsaco") for name in folders["local"]), folders
+    assert folders["remote"] == folders["local"]
+
+
 def test_served_compiles_on_the_cluster_match_in_process_ones(tmp_path, cluster):
     """`mlirgpu compile` through the compile server with MLIRGPU_EXECUTOR: the outputs, messages and exit codes of
     an in-process compile (a good source and a bad one); the server then keeps the Dask client loaded for the

@@ -15,6 +15,7 @@ from conftest import CORPUS, instantiate
 from mlirgpu import CompileOptions
 from mlirgpu.llvm import ops, toolchain
 from mlirgpu.pipeline import driver, elfobject, embed
+from mlirgpu.pipeline.planning import check_options
 from mlirgpu.targets import nvvm, rocdl
 
 VECADD = os.path.join(CORPUS, "vecadd.neutral.mlir")
@@ -62,7 +63,7 @@ def test_compile_writes_llvms_object_without_llvm(shape, tmp_path, monkeypatch, 
         settings = dict(settings, toolkit=request.getfixturevalue("cuda_root"))
     if not os.path.isabs(source):
         source = instantiate(os.path.join(CORPUS, source), tmp_path / source, "pvc", 2)
-    options = CompileOptions(**settings)
+    options = check_options(source, CompileOptions(**settings))
     made = []
     monkeypatch.setenv("MLIRGPU_CACHE", "off")  # the middle runs: no object replayed from a compile entry
     monkeypatch.setattr(ops, "object_from_ir", lambda *args, **kwargs: made.append(args) or b"")
@@ -77,8 +78,8 @@ def test_host_code_still_goes_through_llvm(tmp_path, monkeypatch):
     made = []
     real = ops.object_from_ir
     monkeypatch.setattr(ops, "object_from_ir", lambda *args, **kwargs: made.append(1) or real(*args, **kwargs))
-    driver.compile_source(os.path.join(CORPUS, "launch_host.neutral.mlir"), CompileOptions(target="nvvm", chip="sm_90",
-                                                                                   format="isa"))
+    source = os.path.join(CORPUS, "launch_host.neutral.mlir")
+    driver.compile_source(source, check_options(source, CompileOptions(target="nvvm", chip="sm_90", format="isa")))
     assert made == [1]
 
 

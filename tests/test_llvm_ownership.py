@@ -31,6 +31,7 @@ from llvmlite.binding import context, ffi
 from mlirgpu import CompileError, CompileOptions
 from mlirgpu.llvm import arena as llvm_arena
 from mlirgpu.pipeline import driver, stagerunner, stages
+from mlirgpu.pipeline.planning import check_options
 
 kept = []
 failing = set()
@@ -79,7 +80,7 @@ stages.STAGES = tuple(dataclasses.replace(stage, run=cyclic(stage.run, stage.suf
 gc.set_threshold(1)
 results = []
 for source, options in json.loads(sys.argv[1]):
-    options = CompileOptions(**options)
+    options = check_options(source, CompileOptions(**options))
     failing.add(source)
     try:
         driver.compile_source(source, options)

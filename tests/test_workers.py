@@ -13,9 +13,10 @@ from mlirgpu import CompileOptions, compile_file
 from mlirgpu.errors import CompileError
 from mlirgpu.execution import processes
 from mlirgpu.execution.pool import Pool
+from mlirgpu.pipeline.planning import check_options
 
 SOURCE = os.path.join(ROOT, "tests", "corpus", "vecadd.neutral.mlir")
-OPTIONS = CompileOptions(target="nvvm", chip="sm_90", format="isa")
+OPTIONS = check_options(SOURCE, CompileOptions(target="nvvm", chip="sm_90", format="isa"))  # as a front end does
 
 
 @pytest.fixture(params=[False, True], ids=["spawned", "forked"])
@@ -99,7 +100,8 @@ def test_a_worker_forks_the_llvm_tools_it_runs_from_fork_servers_of_its_own(pool
         pool.shutdown()
         with pool.lease() as worker:
             for run in range(2):
-                worker.call("compile_to_object", source, str(folder / f"{run}.o"), CompileOptions(format="bin"))
+                worker.call("compile_to_object", source, str(folder / f"{run}.o"),
+                            check_options(source, CompileOptions(format="bin")))
         objects[case] = {(folder / f"{run}.o").read_bytes() for run in range(2)}
         with pool.lease() as worker:
             loaded = sorted(_tool_children(worker.process.pid))
@@ -164,7 +166,8 @@ def test_a_zygote_leaves_llvm_to_the_compiles_that_need_it(tmp_path, monkeypatch
             assert cached.object_bytes == reference
             assert {how for job in cached.stages.values() for how in job.values()} == {"cached"}
             assert not _has_llvm(worker.process.pid)
-            other = worker.call("compile_file", SOURCE, CompileOptions(target="nvvm", chip="sm_80", format="isa"))
+            other = worker.call("compile_file", SOURCE, check_options(SOURCE, CompileOptions(target="nvvm", chip="sm_80",
+                                                                                             format="isa")))
             assert {how for job in other.stages.values() for how in job.values()} == {"ran"}
             assert _has_llvm(worker.process.pid)
         assert not _has_llvm(pool.zygote.process.pid)

@@ -1,7 +1,8 @@
 """Compile options: one definition of each (type, allowed values, help, CLI flag, SCons variable), used by the
 CLI, the SCons tool and the Python API alike, named as upstream's `gpu-module-to-binary` options where they exist.
 
-Every value is checked before anything runs (`validate`): a value that could change a pass pipeline, break
+Every value is checked before anything runs (`validate`, by pipeline.planning.check_options, which each front end
+calls once and which makes the `CheckedOptions` the pipeline takes): a value that could change a pass pipeline, break
 out of an LLVM IR string, a C header or a file name, or that no compile can use, is an error naming the option
 in the caller's language (`--chip` for the CLI, `GPU_CHIP` for SCons, `chip=` for the API; see `hint`).
 """
@@ -41,6 +42,14 @@ class CompileOptions:
     lowering: str = ""  # an mlir-opt pass pipeline for target-neutral modules instead of the built-in one
     substitute: str = ""  # a folder of hand-edited stage outputs named like the dumps: each replaces its stage's output
     emit: str = "object"  # object: the host object; library: one bitcode library per target (and chip) to link
+
+
+@dataclass(frozen=True)
+class CheckedOptions(CompileOptions):
+    """Compile options checked and resolved at a front end's boundary (pipeline.planning.check_options makes
+    them): the only options the pipeline takes, so a compile's options are checked once and nothing the check
+    did not see runs. `dataclasses.replace` keeps the type, for a front end that drops what it checked (a
+    build without dumps)."""
 
 
 @dataclass(frozen=True)

@@ -27,17 +27,15 @@ server, so a build pays the timeout about once, prints one warning, and goes on 
 import contextlib
 import hashlib
 import hmac
-import time
 import urllib.parse
 
-from . import store
+from .breaker import BREAKER_SECONDS, Breaker
 from ..errors import CompileError, CompileWarning
 from ..util import environment
 
 VARIABLE = "MLIRGPU_REMOTE_CACHE"
 DEFAULT_TTL = 30 * 24 * 3600
 DEFAULT_TIMEOUT = 0.5
-BREAKER_SECONDS = 60
 _PREFIX = "mlirgpu:stage:"
 MAGIC = b"mlirgpu-remote-2\n"  # raised when the tag or the payload's layout changes: older values are misses
 _NO_SECRET = b"mlirgpu remote cache entry, no team secret"
@@ -85,20 +83,15 @@ class RemoteTier:
         self.password = password
         self.timeout = timeout
         self.secret = secret
-        self.breaker_path = breaker_path
+        self.breaker = Breaker(breaker_path, self.where)
         self.client = None
         self.counts = {"remote_hits": 0, "remote_misses": 0, "remote_stores": 0, "remote_rejected": 0}
         self.rejected = set()  # keys whose value failed its check and is ours to replace
 
     # The server's faults.
 
-    def _open(self):
-        """True while the breaker is open (a recent fault, in this process or another of this cache)."""
-        data = store.read_json(self.breaker_path)
-        return bool(data) and data.get("where") == self.where and data.get("until", 0) > time.time()
-
     def _trip(self, exc):
-        store.write_json(self.breaker_path, {"where": self.where, "until": time.time() + BREAKER_SECONDS})
+        self.breaker.trip()
         self.client = None
         _clients.pop((self.url, self.password, self.timeout), None)  # its connections may be broken
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
@@ -122,7 +115,7 @@ class RemoteTier:
 
     def _ask(self, request):
         """`request(client)`'s answer, or None after a fault (which opens the breaker)."""
-        if self._open():
+        if self.breaker.is_open():
             return None
         try:
             return request(self._connection())

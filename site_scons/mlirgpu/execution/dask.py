@@ -21,10 +21,9 @@ import time
 from dataclasses import dataclass, field
 
 from . import remote_answer as remoteanswer
-from ..cache import store
 from ..errors import CompileError
 from ..util import environment
-from ..util.fsutil import LIBRARY_INPUT, SOURCE_INPUT, read_input, write_atomic
+from ..util.fsutil import LIBRARY_INPUT, SOURCE_INPUT, read_input, remove_quietly, write_atomic
 from .dask_cluster import Executor
 from .dask_fingerprint import fingerprint
 
@@ -107,7 +106,9 @@ def compile_remote(url, source, output, options):
     import dataclasses
 
     from ..compile_options import to_argv
+    from ..pipeline.dumps import remove_stale_dumps
     from ..pipeline.planning import RECORD_DUMP
+    from ..pipeline.record import project_path, read_listed_dumps
     from ..pipeline.scan import planned_outputs
     from ..pipeline.stages import LIBRARY
 
@@ -128,7 +129,8 @@ def compile_remote(url, source, output, options):
             inputs[paths.relative(path)] = read_input(path, kind)  # regular files of bounded size only
         except CompileError:
             return None  # not readable as an input: the local compile reports it as usual
-    previous_record = store.read_bytes(record) if record else None
+    # What the last compile dumped there, read before the worker's record replaces it (a record is no cache entry).
+    previous_dumps = read_listed_dumps(record, project_path(source)) if record else []
     from ..targets import TARGETS
 
     toolkit_of = ""
@@ -168,6 +170,8 @@ def compile_remote(url, source, output, options):
     result = answer["result"] or {}
     error = result.get("error")
     if answer["returncode"] != 0 or error:
+        if record:
+            remove_quietly(record)  # as a local compile that failed leaves none: it would describe other dumps
         if not error:
             raise CompileError(f"the compile on Dask worker {where} failed with exit code "
                                f"{answer['returncode']}: {paths.back(answer['stderr'], root).strip()[-500:]}")
@@ -178,7 +182,8 @@ def compile_remote(url, source, output, options):
         if depfile and relative == depfile[0]:
             data = _local_depfile(paths.back(data.decode("utf-8"), root))
         write_atomic(os.path.join(paths.anchor, relative), data)
-    _remove_stale_dumps(source, options, previous_record, dumps)
+    if options.dump_dir:  # what the previous compile dumped here and this one did not (the worker never saw those)
+        remove_stale_dumps(options.dump_dir, {os.path.basename(path) for path in dumps}, listed=previous_dumps)
     shown_back = [paths.back(text, root) for text in result.get("warnings", [])]
     return RemoteResult(warnings=shown_back, cache_warnings=[paths.back(t, root) for t in result.get("cache_warnings", [])],
                         dumps=dumps, timings=result.get("timings", {}), stages=result.get("stages", {}),
@@ -227,13 +232,3 @@ def _local_depfile(text):
 
     output, entries = parse_depfile(text)
     return make_depfile(output, [entry for entry in entries if os.path.exists(entry)])
-
-
-def _remove_stale_dumps(source, options, previous_record, dumps_now):
-    """What the previous compile of `source` dumped here and this one did not (the worker never saw those)."""
-    from ..pipeline.dumps import remove_stale_dumps
-    from ..pipeline.record import listed_dumps, project_path
-
-    if previous_record and options.dump_dir:
-        remove_stale_dumps(options.dump_dir, listed_dumps(previous_record, project_path(source)),
-                           {os.path.basename(path) for path in dumps_now})

@@ -9,13 +9,12 @@ import os
 import threading
 import time
 
-from ..cache import store
+from ..cache.breaker import BREAKER_SECONDS, Breaker
 from ..errors import CompileWarning
 from ..util import environment
 from .dask_fingerprint import worker_fingerprint
 from .dask_worker import Refused, run_job
 
-BREAKER_SECONDS = 60
 WAIT_VARIABLE = "MLIRGPU_EXECUTOR_WAIT"
 POLL_SECONDS = 1.0  # how often a waiting compile checks that a worker it may run on is still in the cluster
 
@@ -33,7 +32,7 @@ class Executor:
     def __init__(self, url, address, breaker_path, timeout, warnings):
         self.url = url
         self.address = address
-        self.breaker_path = breaker_path
+        self.breaker = Breaker(breaker_path, url)
         self.timeout = timeout
         self.warnings = warnings
         self.client = None
@@ -42,13 +41,14 @@ class Executor:
         self.failed = False
 
     def _open(self):
-        data = store.read_json(self.breaker_path)
-        return self.failed or (bool(data) and data.get("where") == self.url and data.get("until", 0) > time.time())
+        """Whether this compile skips the cluster: it failed this process (which then never asks again), or the
+        breaker another process of this cache opened holds it off."""
+        return self.failed or self.breaker.is_open()
 
     def _trip(self, why):
         if not self.failed:
             self.failed = True
-            store.write_json(self.breaker_path, {"where": self.url, "until": time.time() + BREAKER_SECONDS})
+            self.breaker.trip()
             self.warnings.append(CompileWarning(f"the Dask executor {self.url} is not used ({why}); compiling on "
                                                 f"this machine, and not asking it again for {BREAKER_SECONDS} s"))
 

@@ -11,11 +11,11 @@ from ..pipeline.planning import check_options
 def compile_file(source, options, environment=None):
     """Compile every gpu.module of `source`: the host object's bytes, the jobs, dumps and warnings (a
     pipeline.CompileResult). `environment`: the one tools are found in (default: this process's)."""
-    check_options(source, options)  # a bad option fails here, before a worker starts
+    options = check_options(source, options)  # the one check: a bad option fails here, before a worker starts
     return compiles.compile_file(source, options, environment)
 
 
 def compile_to_object(source, output, options, environment=None):
     """Compile `source` and write the host object (and the C header and depfile, when asked) atomically."""
-    check_options(source, options)
+    options = check_options(source, options)
     return compiles.compile_to_object(source, output, options, environment)

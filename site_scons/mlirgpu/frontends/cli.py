@@ -128,7 +128,7 @@ def _list_outputs(args):
     options = check_options(args.input, _options(args))
     _check_target_given(args.input, options)
     # A library's bitcode files (`-o` being their prefix), else the object and its header.
-    outputs = _library_files(args) or [args.output] + ([options.header] if options.header else [])
+    outputs = _library_files(args, options) or [args.output] + ([options.header] if options.header else [])
     if options.dump_dir:
         folder = os.path.normpath(options.dump_dir)
         folder = "" if folder == "." else folder + os.sep
@@ -251,10 +251,11 @@ def _compile(args):
 
     options = check_options(args.input, _options(args))
     stats = args.timings or environment.value("MLIRGPU_STATS")  # read first: a bad value compiles nothing
-    if args.stale_dumps:
-        from ..pipeline.dumps import forget_dumps
+    if args.stale_dumps and not (options.dump_dir and os.path.realpath(options.dump_dir) ==
+                                 os.path.realpath(args.stale_dumps)):  # its own: the compile keeps it current
+        from ..pipeline.dumps import remove_stale_dumps
 
-        forget_dumps(args.stale_dumps, args.input, options)
+        remove_stale_dumps(args.stale_dumps, source=args.input, prefix=options.dump_prefix)
     result = compiles.compile_command(args.input, args.output, options, _tell)
     _report(args, result, stats)
     return 0
@@ -298,14 +299,15 @@ def _remove_stale_outputs(output, header, depfile, source):
             remove_quietly(stale)
 
 
-def _library_files(args):
-    """The bitcode files a library compile (`--emit library`) writes, else none."""
+def _library_files(args, options=None):
+    """The bitcode files a library compile (`--emit library`) writes, else none; `options`: the command's checked
+    ones (else, on the way out of a command that failed, its own, which a failed check gives no files)."""
     from ..pipeline.scan import planned_libraries
     from ..pipeline.stages import LIBRARY
 
     if args.emit != LIBRARY:
         return []
-    return [path for path, _target, _chip in planned_libraries(args.input, args.output, _options(args))]
+    return [path for path, _target, _chip in planned_libraries(args.input, args.output, options or _options(args))]
 
 
 def _pasted_values(argv):

@@ -33,8 +33,8 @@ from ..errors import CompileError, CompileWarning
 from ..util.mlirtext import Unreadable
 from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
 from ..compile_options import hint
-from .planning import (HOST_DUMP, REPRO_DUMP, check_options, check_output_roles, container_dump, fat_container, plan,
-                       planned_dumps)
+from .planning import (HOST_DUMP, REPRO_DUMP, check_output_roles, container_dump, fat_container, plan, planned_dumps,
+                       require_checked)
 from .record import make_depfile, new_record
 from .scan import direct_source, scan_file
 from .stages import LIBRARY
@@ -43,7 +43,8 @@ from .translation import OWN, translate_source
 
 def compile_to_object(source, output, options, translator=None, report=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
-    atomically; the CompileResult without the object's bytes."""
+    atomically; the CompileResult without the object's bytes. `options`: a front end's CheckedOptions."""
+    require_checked(options, "compile_to_object")
     if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
         return compile_library(source, output, options, translator or OWN, report or _no_report)
     started, wall = time.perf_counter(), time.time()
@@ -63,7 +64,9 @@ def compile_source(source, options, output=None, translator=None, report=None):
     """Compile every gpu.module of `source` in this process; the CompileResult (with tool statistics).
 
     `output`: the object's path, when one is written (checked against the other outputs before any work).
-    `translator`: where the modules' LLVM IR comes from (mlirgpu.pipeline.translation; default: mlir-translate)."""
+    `translator`: where the modules' LLVM IR comes from (mlirgpu.pipeline.translation; default: mlir-translate).
+    `options`: a front end's CheckedOptions."""
+    require_checked(options, "compile_source")
     if options.emit == LIBRARY:  # its files are named after a prefix: only compile_to_object writes them
         raise CompileError("a library compile writes files: it needs their prefix", file=source,
                            fix="use compile_to_object(source, PREFIX, options): PREFIX.<target>.bc")
@@ -81,7 +84,6 @@ def _no_report(what, where):
 
 
 def _compile(source, options, output, translator, report):
-    options = check_options(source, options)
     compile_wall, compile_begun = time.time(), time.perf_counter()
     timings = {}
     started = time.perf_counter()

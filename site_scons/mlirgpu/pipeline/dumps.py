@@ -75,30 +75,29 @@ class DumpFolder:
     def finish(self, record):
         """Remove what the previous compile wrote and this one did not, then write the record (`record` as
         `new_record` built it, completed here with the files written and their hashes)."""
-        remove_stale_dumps(self.folder, self.previous, {os.path.basename(path) for path in self.hashes})
+        remove_stale_dumps(self.folder, {os.path.basename(path) for path in self.hashes}, listed=self.previous)
         self.write(RECORD_DUMP, record_text(complete_record(record, self.folder, self.hashes, self.prefix)))
 
 
-def remove_stale_dumps(folder, listed, keep=()):
-    """Remove from `folder` the dumps an earlier compile's record listed (`listed`, plain names) that this compile
-    does not write (`keep`): the one removal of stale dumps (here, SCons's action, a Dask client, and a compile
-    told an earlier one's folder), so no dump of another target, chip or setting is left to look current."""
+def remove_stale_dumps(folder, keep=None, source=None, prefix="", listed=None):
+    """Remove from `folder` the dumps an earlier compile's record listed that this compile does not write: the one
+    removal of stale dumps (a compile's dump folder, SCons's action, a Dask client, and `mlirgpu compile
+    --stale-dumps`, the CMake package's compiles once MLIRGPU_DUMP is off), so no dump of another target, chip
+    or setting is left to look current.
+
+    `listed`: the record's plain names as read before this compile overwrote it (record.listed_dumps), else the
+    record `<prefix>mlirgpu.json` in `folder` is read now, only if it is of `source` when `source` is given.
+    `keep`: the plain names this compile writes there; None when it writes none there, so the record goes too,
+    and the folder where that empties it."""
+    record = prefix + RECORD_DUMP
+    if listed is None:
+        listed = read_listed_dumps(os.path.join(folder, record), source and project_path(source))
+    if keep is None and listed:
+        listed = listed + [record]
     for name in listed:
-        if name not in keep:
+        if keep is None or name not in keep:
             remove_quietly(os.path.join(folder, name))
-
-
-def forget_dumps(folder, source, options):
-    """Remove what an earlier compile of `source` dumped in `folder`, its record, and the folder when that
-    empties it (`mlirgpu compile --stale-dumps`: the CMake package's compiles once MLIRGPU_DUMP is off). Nothing
-    when `folder` is this compile's own dump folder (DumpFolder keeps it current) or holds no record of
-    `source`."""
-    if options.dump_dir and os.path.realpath(options.dump_dir) == os.path.realpath(folder):
-        return
-    record = options.dump_prefix + RECORD_DUMP
-    listed = read_listed_dumps(os.path.join(folder, record), project_path(source))
-    if listed:
-        remove_stale_dumps(folder, listed + [record])
+    if keep is None and listed:
         try:
             os.rmdir(folder)
         except OSError:

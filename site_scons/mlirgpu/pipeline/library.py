@@ -19,7 +19,7 @@ from . import fanout, stagerunner
 from . import source as sources
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
-from .planning import check_options, check_output_roles, library_files, plan, planned_dumps
+from .planning import check_output_roles, library_files, plan, planned_dumps, require_checked
 from .record import make_depfile, new_record, project_path
 from .scan import direct_source
 from .translation import translate_source
@@ -30,7 +30,9 @@ from ..util.fsutil import write_atomic, write_if_changed
 
 def compile_library(source, output, options, translator, report):
     """Compile the gpu.modules of `source` into the bitcode libraries `<output>.<target>[.<chip>].bc` (and the
-    dumps and depfile as asked), in this process; the CompileResult (no object bytes)."""
+    dumps and depfile as asked), in this process; the CompileResult (no object bytes). `options`: a front end's
+    CheckedOptions."""
+    require_checked(options, "compile_library")
     token = process.tool_stats.set({})
     try:
         result, files = _compile(source, output, options, translator, report)
@@ -43,7 +45,6 @@ def compile_library(source, output, options, translator, report):
 
 
 def _compile(source, output, options, translator, report):
-    options = check_options(source, options)
     loaded = (None if options.lowering else direct_source(source, options)) or sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
     files = library_files(loaded.modules, output, options)

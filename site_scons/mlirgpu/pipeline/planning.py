@@ -12,7 +12,7 @@ from ..llvm import process
 from ..errors import CompileError
 from ..util.fsutil import LIBRARY_INPUT, size_problem
 from ..util.naming import LIBRARY_SUFFIX, file_stem, job_names, library_file
-from ..compile_options import hint, validate
+from ..compile_options import CheckedOptions, hint, validate
 
 RECORD_DUMP = "mlirgpu.json"
 HOST_DUMP = "host.ll"
@@ -47,10 +47,14 @@ class Job:
 
 
 def check_options(source, options, environment=None):
-    """`options` validated (see options.validate) and resolved: target-neutral modules get the target's
-    default build chip when none is named. Raises a CompileError located in `source`."""
+    """`options` validated (see compile_options.validate) and resolved, as the CheckedOptions the pipeline takes:
+    target-neutral modules get the target's default build chip when none is named. The one check, which each
+    front end calls once (the CLI, the Python API, the SCons tool); options it made come back as they are.
+    Raises a CompileError located in `source`."""
     from ..targets import PLUGIN_PROBLEMS, TARGETS
 
+    if isinstance(options, CheckedOptions):
+        return options
     try:
         if PLUGIN_PROBLEMS:
             raise CompileError(PLUGIN_PROBLEMS[0], fix="correct MLIRGPU_TARGETS or make the module importable")
@@ -62,6 +66,15 @@ def check_options(source, options, environment=None):
         raise exc.located(source) from None
     if options.target and not options.chip:
         options = replace(options, chip=TARGETS[options.target].default_build_chip(options, environment))
+    return CheckedOptions(**options.__dict__)
+
+
+def require_checked(options, entry):
+    """`options` as the pipeline's entry point `entry` takes them: made by check_options. Anything else is a
+    caller that skipped its front end's check, a programming error (TypeError) before anything runs."""
+    if not isinstance(options, CheckedOptions):
+        raise TypeError(f"{entry} takes the CheckedOptions of mlirgpu.pipeline.planning.check_options, not "
+                        f"{type(options).__name__}: check the options at the front end first")
     return options
 
 

@@ -15,8 +15,7 @@ import SCons.Errors
 from ...compile_options import OPTIONS, to_argv
 from ...errors import CompileError
 from ...pipeline.dumps import remove_stale_dumps
-from ...pipeline.record import read_listed_dumps
-from ...pipeline.planning import RECORD_DUMP, tool_identities
+from ...pipeline.planning import tool_identities
 from ...pipeline.scan import uses_build_target
 from ...util.cmdline import option_words
 from .nodes import source_path, substitute_dir, top_file
@@ -95,8 +94,8 @@ def compile_object(target, source, env):
     _, dump_dir = obj.attributes.mlirgpu_paths
     declared = {node.abspath for node in target}
     # What the last compile wrote and this one won't (the record is precious: SCons kept it for this).
-    remove_stale_dumps(dump_dir.abspath, read_listed_dumps(os.path.join(dump_dir.abspath, RECORD_DUMP)),
-                       {os.path.basename(path) for path in declared if os.path.dirname(path) == dump_dir.abspath})
+    remove_stale_dumps(dump_dir.abspath, {os.path.basename(path) for path in declared
+                                          if os.path.dirname(path) == dump_dir.abspath})
     path = source_path(source[0])
     try:
         options = object_options(env, target, source)
