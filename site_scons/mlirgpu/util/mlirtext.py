@@ -116,6 +116,17 @@ class Structure:
         return self._depths[bisect.bisect_right(self._breaks, position) - 1]
 
 
+def leading_comments_end(text):
+    """The offset of the line holding the first character of `text` that is neither white space nor in a line
+    comment (the end of its last line when there is none): what comes before holds no structure to read."""
+    pos = 0
+    while True:
+        pos = _SPACE.match(text, pos).end()
+        if not text.startswith("//", pos):
+            return text.rfind("\n", 0, pos) + 1
+        pos = _COMMENT_RUN_AT.match(text, pos).end()
+
+
 def _blanked(text, spans, blanks):
     """`text` with the characters of each span `(start, end)` (in order) blanked, newlines kept. `blanks`: the
     blank of a span by its span, filled here (a span blanked before is not blanked again)."""
