@@ -244,6 +244,9 @@ def test_dialect_prefixes_are_what_a_search_with_a_lookbehind_finds():
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         assert sorted(mlirtext.dialect_prefixes(text)) == sorted(plain.findall(text)), text
+        start = rng.randint(0, len(text))
+        end = rng.randint(start, len(text))
+        assert sorted(mlirtext.dialect_prefixes(text, start, end)) == sorted(plain.findall(text[start:end])), text
 
 
 def test_pieces_of_a_file_with_megabytes_of_comments_or_a_blob_are_those_of_the_small_file(tmp_path):

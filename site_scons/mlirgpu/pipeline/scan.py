@@ -387,11 +387,11 @@ def pieces_key(modules):
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
-def _names_untranslated_dialect(*texts):
-    """Whether one of `texts` (comments and strings included: a false match only costs a read by mlir-opt)
-    names `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
+def _names_untranslated_dialect(*spans):
+    """Whether the text of one of `spans` ((text, start, end); comments and strings included: a false match only
+    costs a read by mlir-opt) names `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
     translated = TRANSLATED_DIALECTS | {target.attribute.split(".")[0] for target in TARGETS.values()}
-    return any(name not in translated for text in texts for name in mlirtext.dialect_prefixes(text))
+    return any(name not in translated for span in spans for name in mlirtext.dialect_prefixes(*span))
 
 
 def direct_source(path, options):
@@ -411,17 +411,21 @@ def direct_source(path, options):
         text, _digest = sourcefile.read_text(path)
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
-    prelude, suffix, trailer = mlirtext.file_parts(text, scan.prelude_start, scan.prelude_end, scan.suffix_start)
+    prelude, suffix, (trailer_start, trailer_end) = mlirtext.file_parts(text, scan.prelude_start, scan.prelude_end,
+                                                                        scan.suffix_start)
     # The trailer starts with `{`, which no match holds or follows: read apart, not joined (a 48 MiB copy).
-    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix, trailer):
+    shared = prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix
+    if _names_untranslated_dialect((shared,), (text, trailer_start, trailer_end)):
         return None
+    trailer = None  # its text, sliced for the first piece that names a resource
     pieces, line, counted = [], 1, 0
     for module in scan.modules:
         line += text.count("\n", counted, module.start)
         counted = module.start
         column = module.start - (text.rfind("\n", 0, module.start) + 1)
         piece = prelude + "\n" + " " * column + text[module.start : module.end] + "\n" + suffix + "\n"
-        if trailer and "dense_resource<" in piece:  # only a module using resources reads them
+        if trailer_end > trailer_start and "dense_resource<" in piece:  # only a module using resources reads them
+            trailer = text[trailer_start:trailer_end] if trailer is None else trailer
             piece += trailer + "\n"
         pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, direct=True))
     sourcefile.forget()  # the compile reads its pieces from now on

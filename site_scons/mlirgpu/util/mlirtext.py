@@ -163,8 +163,9 @@ _STRING_OR_TRAILER = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN 
 def file_parts(text, prelude_start, prelude_end, suffix_start):
     """What each piece cut from a file's `text` shares: the prelude before its top module (aliases, from
     `prelude_start`: before it only comments and blank lines, which it would drop) and what follows the module
-    (location aliases), both less comments, and its resource trailer (`{-# ... #-}`, or ''; found outside
-    strings and comments). Read in place: the suffix (a 48 MiB resource blob) is not copied to be searched."""
+    (location aliases), both less comments, and the span (start, end) of its resource trailer (`{-# ... #-}`, or
+    an empty span; found outside strings and comments). Read in place: the suffix (a 48 MiB resource blob) is
+    not copied to be searched, nor the trailer sliced for the pieces that name no resource."""
     found = next((match for match in _STRING_OR_TRAILER.finditer(text, suffix_start) if match.group() == "{-#"),
                  None)
     end = stop = found.start() if found else len(text)
@@ -177,7 +178,7 @@ def file_parts(text, prelude_start, prelude_end, suffix_start):
             if kept:
                 break
     return (without_comments(text[prelude_start:prelude_end]), without_comments(text[suffix_start:end]).strip(),
-            text[end:stop])
+            (end, stop))
 
 
 def unescape_mlir_string(body):
@@ -250,17 +251,19 @@ def unpreceded(pattern, text, before, pos=0, endpos=None):
 _DIALECT_PREFIX, _DIALECT_BEFORE = re.compile(r"[#!]([A-Za-z_][\w$]*)\."), re.compile(r"[\w$.#!]")
 
 
-def dialect_prefixes(text):
-    """The dialect of each `#dialect.` and `!dialect.` in `text` not after a word character or `$.#!` (what
-    `unpreceded` finds). Each `#` and `!` is found with str.find (a 48 MiB resource blob holds two), then matched
-    there: no match holds a `#` or `!` past its first character, so these are the matches a search finds."""
+def dialect_prefixes(text, start=0, end=None):
+    """The dialect of each `#dialect.` and `!dialect.` in `text[start:end]` (read in place: a 48 MiB resource
+    trailer is not copied) not after a word character or `$.#!` (what `unpreceded` finds). Each `#` and `!` is
+    found with str.find (a 48 MiB resource blob holds two), then matched there: no match holds a `#` or `!` past
+    its first character, so these are the matches a search finds."""
+    end = len(text) if end is None else end
     for mark in "#!":
-        pos = text.find(mark)
+        pos = text.find(mark, start, end)
         while pos >= 0:
-            match = _DIALECT_PREFIX.match(text, pos)
-            if match and not (pos and _DIALECT_BEFORE.match(text, pos - 1)):
+            match = _DIALECT_PREFIX.match(text, pos, end)
+            if match and not (pos > start and _DIALECT_BEFORE.match(text, pos - 1)):
                 yield match.group(1)
-            pos = text.find(mark, pos + 1)
+            pos = text.find(mark, pos + 1, end)
 
 
 @functools.cache
