@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from sconsutil import TOOLPATH, scons
 
@@ -12,8 +14,8 @@ BIN = os.path.dirname(sys.executable)
 ENV = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"])
 
 
-def run(argv, cwd):
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=ENV)
+def run(argv, cwd, env=ENV):
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -82,11 +84,15 @@ def test_plain_ninja_with_depfile(tmp_path):
     assert sorted(outputs) == sorted(listed)
 
 
-def test_depfile_lists_source_libraries_and_tools(tmp_path):
+@pytest.mark.parametrize("backend", ["auto", "tools"])
+def test_depfile_lists_source_libraries_and_tools(tmp_path, backend):
+    """With `tools`, the ISA comes from the release llc: the cached compile, which runs none, names it too (a
+    second checkout's compile from the team's cache wrote a depfile without it, unlike the first's)."""
     source = tmp_path / "k.mlir"
     shutil.copy(os.path.join(ROOT, "tests", "corpus", "math_libdevice.nvvm.mlir"), source)
     source.write_text(source.read_text().replace("@CHIP@", "sm_80").replace("@O@", "3"))
-    run(["mlirgpu", "compile", str(source), "-o", "k.o", "--format", "bin", "--depfile", "k.d"], tmp_path)
+    env = dict(ENV, MLIRGPU_LLVM_BACKEND=backend)
+    run(["mlirgpu", "compile", str(source), "-o", "k.o", "--format", "bin", "--depfile", "k.d"], tmp_path, env)
     text = (tmp_path / "k.d").read_text()
     first, rest = text.split(":", 1)
     assert first == "k.o"
@@ -95,10 +101,11 @@ def test_depfile_lists_source_libraries_and_tools(tmp_path):
     assert any(d.endswith("libdevice.10.bc") for d in deps)
     assert any(d.endswith("/ptxas") for d in deps) and any("mlir-translate" in d for d in deps)
     assert all(os.path.exists(d) for d in deps)
+    assert backend != "tools" or any(os.path.basename(d).startswith("llc") for d in deps)
     # Served by the stage cache, the compile runs no tool and links nothing, yet names the same files: Ninja
-    # keeps the last depfile, and must still rebuild when ptxas or libdevice change.
+    # keeps the last depfile, and must still rebuild when ptxas, llc or libdevice change.
     (tmp_path / "k.d").unlink()
-    run(["mlirgpu", "compile", str(source), "-o", "k.o", "--format", "bin", "--depfile", "k.d"], tmp_path)
+    run(["mlirgpu", "compile", str(source), "-o", "k.o", "--format", "bin", "--depfile", "k.d"], tmp_path, env)
     assert (tmp_path / "k.d").read_text() == text
 
 

@@ -102,6 +102,53 @@ def test_a_big_string_literal_is_scanned_in_bounded_memory():
     assert peak < 12 * len(text)
 
 
+def test_leading_comment_lines_are_scanned_without_a_blanked_copy():
+    """A file that starts with megabytes of comment lines costs the scan no blanked copy of them (was three: the
+    blank, `clean` and `masked`, 48 MB each for a 48 MiB file); the modules' offsets are the file's."""
+    import tracemalloc
+
+    from mlirgpu.pipeline.scan import scan_text
+
+    comments = ("// " + "x" * 76 + "\n") * 40000
+    text = comments + TRICKY
+    tracemalloc.start()
+    try:
+        scan = scan_text(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    alone = scan_text(TRICKY)
+    assert [(m.name, m.start, m.end) for m in scan.modules] == \
+        [(m.name, m.start + len(comments), m.end + len(comments)) for m in alone.modules]
+    assert peak < len(text) // 2
+
+
+def test_a_scan_after_leading_comments_is_the_scan_of_the_whole_text(monkeypatch):
+    """The corpus and the scan's own cases after leading comment and blank lines (tabs, spaces before `//`,
+    non-ASCII, a comment run continued on the first code line's line, CRLF), scanned with the leading lines cut
+    off (`BIG_SPAN` 0) and whole (the cut never taken): the same Scan, or Unreadable both ways."""
+    from mlirgpu.pipeline.scan import scan_text
+    from mlirgpu.util import mlirtext
+
+    def scanned(text, span):
+        monkeypatch.setattr(mlirtext, "BIG_SPAN", span)
+        try:
+            return scan_text(text)
+        except mlirtext.Unreadable as exc:
+            return ("unreadable", str(exc))
+
+    bodies = [TRICKY] + [open(path, encoding="utf-8").read() for path in sorted(glob.glob(os.path.join(CORPUS, "*.mlir")))]
+    heads = ["", "// c\n", "\n\n", "  // c\n\t// d\n\n", "// \u00e9t\u00e9\n  // x\n", "// a\r\n\r\n", "// a\n// b",
+             "\t \n// only\n   "]
+    cut = 0
+    for body in bodies:
+        for head in heads:
+            text = head + body
+            cut += mlirtext.leading_comments_end(text) > 0
+            assert scanned(text, 0) == scanned(text, 1 << 62), (head, body[:80])
+    assert cut > len(bodies)
+
+
 def test_text_readers_find_what_their_plain_regular_expressions_find():
     """On random text: the unrolled string pattern of SYMBOL matches what `"(?:[^"\\\n]|\\.)*"` matches,
     `unpreceded` finds what a leading lookbehind finds, and `skip_space` skips what str.isspace() says."""
@@ -197,6 +244,9 @@ def test_dialect_prefixes_are_what_a_search_with_a_lookbehind_finds():
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         assert sorted(mlirtext.dialect_prefixes(text)) == sorted(plain.findall(text)), text
+        start = rng.randint(0, len(text))
+        end = rng.randint(start, len(text))
+        assert sorted(mlirtext.dialect_prefixes(text, start, end)) == sorted(plain.findall(text[start:end])), text
 
 
 def test_pieces_of_a_file_with_megabytes_of_comments_or_a_blob_are_those_of_the_small_file(tmp_path):

@@ -141,7 +141,8 @@ def _check_target_given(source, options):
     """A source with gpu.modules that need the build's target fails when none is set, as its compile would: so a
     build system's configure step says it (CMake's, Meson's). Where the scan steps aside the compile says it."""
     from ..pipeline.planning import missing_target
-    from ..pipeline.scan import Unreadable, read_text, scan_file
+    from ..pipeline.scan import Unreadable, scan_file
+    from ..pipeline.sourcefile import read_text
 
     if options.target:
         return

@@ -49,6 +49,13 @@ def _llc(chosen):
         return None
 
 
+def tools():
+    """The release tools the mode may run for a module's ISA: files a build tool makes dependencies of every
+    object, whether or not a module of it was large enough or the stage cache served its ISA."""
+    llc = _llc(mode())
+    return [llc] if llc else []
+
+
 def identity():
     """What of the LLVM builds shapes a stage's output besides llvmlite (whose identity the keys hold too): the
     mode, the thresholds it applies, and the identity of the `llc` file it may run."""

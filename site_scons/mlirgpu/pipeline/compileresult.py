@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..errors import CompileWarning
-from ..llvm import process, toolchain
+from ..llvm import backend, process, toolchain
 
 
 @dataclass
@@ -48,4 +48,6 @@ def compile_dependencies(compile_, jobs, serialized=True):
         libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
         if serialized:
             tools.update(job.target.tools(compile_.options))
+    if serialized and jobs:
+        tools.update(backend.tools())
     return sorted(libraries) + sorted(tools)

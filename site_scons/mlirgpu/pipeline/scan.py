@@ -13,17 +13,15 @@ callers ask mlir-opt instead (`planned_outputs`), so the prediction always equal
 differential test checks this against mlir-opt on the corpus and on generated variants. It is linear in the
 size of the file. Scans are remembered per content, also across runs (mlirgpu.pipeline.scancache).
 """
+import dataclasses
 import functools
 import hashlib
-import os
 import re
-from dataclasses import dataclass
 
-from . import scancache
+from . import scancache, sourcefile
 from . import source as sources
 from ..util import mlirtext
 from ..errors import CompileError
-from ..util.fsutil import read_input
 from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, target_list,
                        unpreceded, value_end)
 from ..util.mlirops import gpu_module_header, header_end, op_spans
@@ -33,7 +31,7 @@ from ..targets import TARGETS, target_for_attribute
 from ..targets.base import TargetAttr
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ScannedModule:
     name: str
     targets: tuple
@@ -44,7 +42,7 @@ class ScannedModule:
     ops: frozenset = frozenset()  # operations its body uses (for code that is lowered first)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Scan:
     modules: tuple
     lowering: bool  # some module needs the build's target (it has none, or kernels are outlined)
@@ -88,7 +86,27 @@ def _body_facts(st, start, end):
 
 
 def scan_text(text):
-    """The Scan of a source's text; raises Unreadable where mlir-opt must decide."""
+    """The Scan of a source's text; raises Unreadable where mlir-opt must decide. Comment and blank lines of
+    `BIG_SPAN` or more before anything else (a file that starts with 48 MiB of comments) hold nothing the scan
+    reads: the rest of the text is scanned alone and its offsets moved back, so no blanked copy of them is made
+    (two 48 MB copies and the blanking itself)."""
+    base = mlirtext.leading_comments_end(text)
+    if base < mlirtext.BIG_SPAN:
+        return _scan_whole(text)
+    return _moved(_scan_whole(text[base:]), base)
+
+
+def _moved(scan, base):
+    """`scan`, of a text cut `base` characters after its file's start, with the file's offsets."""
+    def at(offset):
+        return offset + base if offset >= 0 else offset  # -1: none (an outlined module, no suffix)
+
+    modules = tuple(dataclasses.replace(module, start=at(module.start), end=at(module.end)) for module in scan.modules)
+    return dataclasses.replace(scan, modules=modules, prelude_end=at(scan.prelude_end),
+                               suffix_start=at(scan.suffix_start), prelude_start=at(scan.prelude_start))
+
+
+def _scan_whole(text):
     st = Structure(text)
     clean, masked = st.clean, st.masked
     aliases = {}
@@ -254,50 +272,12 @@ def use_cache_file(path):
     _scans.path = path
 
 
-_last_read = {}  # the version key of the file read last -> (its text, the hash of its bytes)
-
-
-def read_text(path):
-    """A source's text and the hash of its bytes (Unreadable for what is not a readable source file: the
-    compile reports it). The last file read is kept, by version: a compile reads its source for the hash, the
-    scan and the pieces, and a source may be 50 MB."""
-    try:
-        key = _version(path)
-    except OSError:
-        key = None  # reading it says why
-    if key is None or key not in _last_read:
-        try:
-            data = read_input(path)
-        except CompileError as exc:
-            raise Unreadable(str(exc)) from None
-        _last_read.clear()
-        _last_read[key] = data.decode("utf-8"), hashlib.sha256(data).hexdigest()
-    return _last_read[key]
-
-
-def _version(path):
-    """What tells a file's version: its inode and change time, which no copy or unpacking tool can keep."""
-    stat = os.stat(path)
-    return os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
-
-
-_digests = {}
-
-
-def _content_digest(path):
-    """The hash of a file's bytes, read once per file version in this process."""
-    key = _version(path)
-    if key not in _digests:
-        _digests[key] = read_text(path)[1]
-    return _digests[key]
-
-
 def scan_file(path):
     """The Scan of a file, remembered per content; raises Unreadable (also remembered) where mlir-opt must
     decide, and OSError / UnicodeDecodeError for files that cannot be read as text."""
-    found = _scans.get(_content_digest(path))
+    found = _scans.get(sourcefile.content_digest(path))
     if found is None:
-        text, digest = read_text(path)
+        text, digest = sourcefile.read_text(path)
         try:
             found = scan_text(text)
         except Unreadable:
@@ -407,11 +387,11 @@ def pieces_key(modules):
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()
 
 
-def _names_untranslated_dialect(*texts):
-    """Whether one of `texts` (comments and strings included: a false match only costs a read by mlir-opt)
-    names `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
+def _names_untranslated_dialect(*spans):
+    """Whether the text of one of `spans` ((text, start, end); comments and strings included: a false match only
+    costs a read by mlir-opt) names `#dialect.` or `!dialect.` of a dialect mlir-translate does not load."""
     translated = TRANSLATED_DIALECTS | {target.attribute.split(".")[0] for target in TARGETS.values()}
-    return any(name not in translated for text in texts for name in mlirtext.dialect_prefixes(text))
+    return any(name not in translated for span in spans for name in mlirtext.dialect_prefixes(*span))
 
 
 def direct_source(path, options):
@@ -428,21 +408,25 @@ def direct_source(path, options):
         scan = scan_file(path)
         if not scan.direct:
             return None
-        text, _digest = read_text(path)
+        text, _digest = sourcefile.read_text(path)
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
-    prelude, suffix, trailer = mlirtext.file_parts(text, scan.prelude_start, scan.prelude_end, scan.suffix_start)
+    prelude, suffix, (trailer_start, trailer_end) = mlirtext.file_parts(text, scan.prelude_start, scan.prelude_end,
+                                                                        scan.suffix_start)
     # The trailer starts with `{`, which no match holds or follows: read apart, not joined (a 48 MiB copy).
-    if _names_untranslated_dialect(prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix, trailer):
+    shared = prelude + "".join(text[m.start : m.end] for m in scan.modules) + suffix
+    if _names_untranslated_dialect((shared,), (text, trailer_start, trailer_end)):
         return None
+    trailer = None  # its text, sliced for the first piece that names a resource
     pieces, line, counted = [], 1, 0
     for module in scan.modules:
         line += text.count("\n", counted, module.start)
         counted = module.start
         column = module.start - (text.rfind("\n", 0, module.start) + 1)
         piece = prelude + "\n" + " " * column + text[module.start : module.end] + "\n" + suffix + "\n"
-        if trailer and "dense_resource<" in piece:  # only a module using resources reads them
+        if trailer_end > trailer_start and "dense_resource<" in piece:  # only a module using resources reads them
+            trailer = text[trailer_start:trailer_end] if trailer is None else trailer
             piece += trailer + "\n"
         pieces.append(sources.GpuModule(module.name, line, piece, module.targets, module.handler, direct=True))
-    _last_read.clear()  # the compile reads its pieces from now on
+    sourcefile.forget()  # the compile reads its pieces from now on
     return sources.Source(path, pieces)

@@ -116,6 +116,17 @@ class Structure:
         return self._depths[bisect.bisect_right(self._breaks, position) - 1]
 
 
+def leading_comments_end(text):
+    """The offset of the line holding the first character of `text` that is neither white space nor in a line
+    comment (the end of its last line when there is none): what comes before holds no structure to read."""
+    pos = 0
+    while True:
+        pos = _SPACE.match(text, pos).end()
+        if not text.startswith("//", pos):
+            return text.rfind("\n", 0, pos) + 1
+        pos = _COMMENT_RUN_AT.match(text, pos).end()
+
+
 def _blanked(text, spans, blanks):
     """`text` with the characters of each span `(start, end)` (in order) blanked, newlines kept. `blanks`: the
     blank of a span by its span, filled here (a span blanked before is not blanked again)."""
@@ -152,8 +163,9 @@ _STRING_OR_TRAILER = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|' + _COMMENT_RUN 
 def file_parts(text, prelude_start, prelude_end, suffix_start):
     """What each piece cut from a file's `text` shares: the prelude before its top module (aliases, from
     `prelude_start`: before it only comments and blank lines, which it would drop) and what follows the module
-    (location aliases), both less comments, and its resource trailer (`{-# ... #-}`, or ''; found outside
-    strings and comments). Read in place: the suffix (a 48 MiB resource blob) is not copied to be searched."""
+    (location aliases), both less comments, and the span (start, end) of its resource trailer (`{-# ... #-}`, or
+    an empty span; found outside strings and comments). Read in place: the suffix (a 48 MiB resource blob) is
+    not copied to be searched, nor the trailer sliced for the pieces that name no resource."""
     found = next((match for match in _STRING_OR_TRAILER.finditer(text, suffix_start) if match.group() == "{-#"),
                  None)
     end = stop = found.start() if found else len(text)
@@ -166,7 +178,7 @@ def file_parts(text, prelude_start, prelude_end, suffix_start):
             if kept:
                 break
     return (without_comments(text[prelude_start:prelude_end]), without_comments(text[suffix_start:end]).strip(),
-            text[end:stop])
+            (end, stop))
 
 
 def unescape_mlir_string(body):
@@ -239,17 +251,19 @@ def unpreceded(pattern, text, before, pos=0, endpos=None):
 _DIALECT_PREFIX, _DIALECT_BEFORE = re.compile(r"[#!]([A-Za-z_][\w$]*)\."), re.compile(r"[\w$.#!]")
 
 
-def dialect_prefixes(text):
-    """The dialect of each `#dialect.` and `!dialect.` in `text` not after a word character or `$.#!` (what
-    `unpreceded` finds). Each `#` and `!` is found with str.find (a 48 MiB resource blob holds two), then matched
-    there: no match holds a `#` or `!` past its first character, so these are the matches a search finds."""
+def dialect_prefixes(text, start=0, end=None):
+    """The dialect of each `#dialect.` and `!dialect.` in `text[start:end]` (read in place: a 48 MiB resource
+    trailer is not copied) not after a word character or `$.#!` (what `unpreceded` finds). Each `#` and `!` is
+    found with str.find (a 48 MiB resource blob holds two), then matched there: no match holds a `#` or `!` past
+    its first character, so these are the matches a search finds."""
+    end = len(text) if end is None else end
     for mark in "#!":
-        pos = text.find(mark)
+        pos = text.find(mark, start, end)
         while pos >= 0:
-            match = _DIALECT_PREFIX.match(text, pos)
-            if match and not (pos and _DIALECT_BEFORE.match(text, pos - 1)):
+            match = _DIALECT_PREFIX.match(text, pos, end)
+            if match and not (pos > start and _DIALECT_BEFORE.match(text, pos - 1)):
                 yield match.group(1)
-            pos = text.find(mark, pos + 1)
+            pos = text.find(mark, pos + 1, end)
 
 
 @functools.cache
