@@ -4,13 +4,13 @@ writing function beside its reading one, and the one codec they are written in (
 one message per SOCK_SEQPACKET packet, a larger request in a memfd).
 
 The ends: the Python client (mlirgpu.server.client) and the native launcher (launcher.c, which writes `run` and
-reads `started` and `exit` by the strings tests/test_launcher_protocol.py checks against this module), the
+reads `started` and `exit` by the strings tests/test_server_protocol.py checks against this module), the
 server (mlirgpu.server.service, requests, runner_pool, tools), a runner (mlirgpu.server.runner), and the
 processes below the server that ask it for something: a build's zygote (mlirgpu.execution.processes), a tool
 run (mlirgpu.execution.served_tools), `mlirgpu server start|stop|status` (mlirgpu.frontends.server_command).
 Those are in execution/ and frontends/, which may not import server/ (the layers, pyproject.toml), so the
-protocol lives here, the lowest layer both ends reach; where the server is (its folder, socket, fingerprint) is
-mlirgpu.execution.rendezvous. After a `zygote` answer the connection speaks the worker protocol
+protocol lives here, in the highest layer every end may import; where the server is (its folder, socket,
+fingerprint) is mlirgpu.execution.rendezvous. After a `zygote` answer the connection speaks the worker protocol
 (mlirgpu.execution.protocol: fork, wait). docs/design.md's message table is checked against MESSAGES.
 
 A client imports this module before anything else: it imports nothing heavy (json's C half, not `json`).

@@ -63,9 +63,9 @@ def serve(channel, offer):
             protocol.send_retire(channel, retire)
         except OSError:
             retire = True  # the server is gone: this command was the last
-        with _socket.socket(fileno=client_fd) as client, contextlib.suppress(OSError):
+        with _socket.socket(fileno=client_fd) as client:
             if code is not None:
-                client.send(protocol.encode(protocol.exit_answer(code)))
+                protocol.reply(client, protocol.exit_answer(code))
         if retire:
             break
     compiles.shutdown(wait=False)  # its worker's log and scratch folder go with it
