@@ -127,7 +127,7 @@ class Zygote:
     @classmethod
     def from_server(cls):
         """A zygote of the running compile server of this installation, or None (no server, another version)."""
-        from . import rendezvous
+        from . import rendezvous, server_protocol
 
         if not rendezvous.wanted():
             return None
@@ -135,8 +135,8 @@ class Zygote:
             connection = rendezvous.connect(rendezvous.socket_path(rendezvous.folder()))
             if connection is None:
                 return None
-            rendezvous.request(connection, {"kind": "zygote", "fingerprint": rendezvous.fingerprint()})
-            reply = rendezvous.receive(connection)
+            server_protocol.request(connection, server_protocol.zygote_request(rendezvous.fingerprint()))
+            reply = server_protocol.receive(connection)
             connection.settimeout(None)
         except (OSError, ValueError, ConnectionError, rendezvous.Unavailable):
             return None

@@ -1,7 +1,8 @@
-"""Where the compile server of this installation listens, whether a server may serve this client, and how to
-reach, start and stop it: what the thin client (mlirgpu.server.client), the server (mlirgpu.server.service), the
-command line (`mlirgpu server ...`) and the SCons tool's workers agree on. It imports nothing heavy, since every
-`mlirgpu compile` runs it before anything else.
+"""Where the compile server of this installation is, whether a server may serve this client, and how to reach and
+start it: its folder and the files there (its socket, log and lock), its fingerprint, the connection to it. What
+the thin client (mlirgpu.server.client), the server (mlirgpu.server.service), the command line (`mlirgpu server
+...`) and the SCons tool's workers agree on; what they say to each other is mlirgpu.execution.server_protocol.
+It imports nothing heavy, since every `mlirgpu compile` runs it before anything else.
 
     MLIRGPU_SERVER=off           compile in the calling process, as without a server
     MLIRGPU_SERVER_DIR           the server's folder (default $XDG_RUNTIME_DIR/mlirgpu, else /tmp/mlirgpu-<uid>)
@@ -14,7 +15,6 @@ own server. The installation's contents (this package's files in every subpackag
 library: mlirgpu.version) make the `fingerprint` a client sends with each request: a server with another
 fingerprint stops, and the client starts a current one.
 """
-import _json  # json's C half: the `json` package costs a client 6 ms of imports (re) for two short messages
 import _socket
 import errno
 import os
@@ -29,13 +29,6 @@ from ..version import PACKAGE as _PACKAGE, __version__, code_files, llvmlite_lib
 
 PACKAGE = os.path.realpath(_PACKAGE)  # one name, whichever link SCons loaded it through
 MAX_TIMEOUT = 86400.0
-MAX_REQUEST = 1 << 20  # the largest request a server takes (bytes of JSON)
-# A message of a Unix socket is bounded by its send buffer (about 200 KiB), a request's environment is not: a
-# request larger than INLINE_REQUEST travels in a memfd passed after its descriptors, named by a short message
-# that starts with ATTACHED (its size, then the request's kind and fingerprint, which a server of another
-# version reads: it is replaced, as for any request).
-INLINE_REQUEST = 1 << 16
-ATTACHED = b'{"attached": '
 
 
 class Unavailable(Exception):
@@ -187,72 +180,6 @@ def reach(operation, path):
         os.close(fd)
 
 
-def receive(connection):
-    """The server's next message (JSON); ConnectionError when it closed the connection."""
-    return receive_passing(connection)[0]
-
-
-def receive_passing(connection):
-    """The server's next message (JSON) and the descriptors it carries (none but a `started` one's: the
-    socket of the runner that takes the client's streams, mlirgpu.server.client)."""
-    data, ancillary, _flags, _address = connection.recvmsg(1 << 16, _socket.CMSG_SPACE(4), _socket.MSG_CMSG_CLOEXEC)
-    fds = [fd for level, kind, payload in ancillary if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
-           for fd in struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])]
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        raise ConnectionError("the server closed the connection")
-    try:
-        return decode(data), fds
-    except ValueError:
-        for fd in fds:
-            os.close(fd)
-        raise
-
-
-def encode(value):
-    """JSON of a message (dicts, lists, strings, numbers, booleans, None), as `json.dumps` writes it."""
-    if isinstance(value, str):
-        return _json.encode_basestring_ascii(value).encode("ascii")
-    if value is None:
-        return b"null"
-    if isinstance(value, bool):
-        return b"true" if value else b"false"
-    if isinstance(value, (int, float)) and value - value == 0:  # finite: JSON has no NaN or infinity
-        return repr(value).encode("ascii")
-    if isinstance(value, dict):
-        return b"{" + b", ".join(encode(str(key)) + b": " + encode(item) for key, item in value.items()) + b"}"
-    if isinstance(value, (list, tuple)):
-        return b"[" + b", ".join(encode(item) for item in value) + b"]"
-    raise TypeError(f"cannot send a {type(value).__name__}")
-
-
-class _Decoding:
-    """What json's C scanner reads of a decoder."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = float
-
-
-_scan = _json.make_scanner(_Decoding())
-
-
-def decode(data):
-    """The value of one JSON message; ValueError if it is not one."""
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
-    try:
-        value, end = _scan(text, len(text) - len(text.lstrip()))
-    except StopIteration:
-        raise ValueError("not JSON") from None
-    if text[end:].strip():
-        raise ValueError("not JSON: extra data")
-    return value
-
-
 def start_server(directory):
     """Start a server for this installation in the background (it exits at once if another one got there
     first) and wait until one answers; its connection, or None. A bad MLIRGPU_SERVER_IDLE is a CompileError here,
@@ -280,90 +207,3 @@ def start_server(directory):
             return connect(path)
         time.sleep(0.01)
     return None
-
-
-def request(connection, message, fds=()):
-    """Send `message` (JSON) with file descriptors `fds`."""
-    data = encode(message)
-    if len(data) > MAX_REQUEST:
-        raise ValueError("the request is larger than a server takes")
-    send(connection, data, fds, {key: message[key] for key in ("kind", "fingerprint") if key in message})
-
-
-def send(connection, data, fds=(), header=None):
-    """Send the JSON `data` with the descriptors `fds`: as one message, or beyond INLINE_REQUEST bytes as an
-    ATTACHED message (with `header`'s items) and `data` in a memfd passed after `fds` (`unpack` reads it)."""
-    attached = None
-    try:
-        if len(data) > INLINE_REQUEST:
-            attached = os.memfd_create("mlirgpu-request", os.MFD_CLOEXEC)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(attached, view):]
-            data = encode({"attached": len(data), **(header or {})})
-            fds = (*fds, attached)
-        ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
-        connection.sendmsg([data], ancillary)
-    finally:
-        if attached is not None:
-            os.close(attached)
-
-
-def unpack(data, fds):
-    """(JSON, descriptors) of a message `send` sent with `data` and `fds`: an ATTACHED one's JSON is read from its
-    memfd (the last descriptor, closed here); ValueError if that is no file of the size it names, up to
-    MAX_REQUEST."""
-    if not data.startswith(ATTACHED):
-        return data, fds
-    if not fds:
-        raise ValueError("an attached request without its file")
-    body, fds = fds[-1], fds[:-1]
-    try:
-        size = decode(data).get("attached")
-        info = os.fstat(body)
-        if type(size) is not int or not 0 <= size <= MAX_REQUEST or not stat.S_ISREG(info.st_mode) \
-                or info.st_size != size:
-            raise ValueError("an attached request of another size")
-        data = os.pread(body, size, 0)
-        if len(data) != size:
-            raise ValueError("an attached request of another size")
-    finally:
-        os.close(body)
-    return data, fds
-
-
-def server_command(action):
-    """`mlirgpu server start|stop|status`."""
-    try:
-        directory = folder()
-    except Unavailable as exc:
-        sys.stderr.write(f"mlirgpu: error: {exc} (fix: set MLIRGPU_SERVER_DIR to a private folder)\n")
-        return 1
-    path = socket_path(directory)
-    connection = connect(path)
-    if action == "start":
-        connection = connection or start_server(directory)
-        if connection is None:
-            sys.stderr.write(f"mlirgpu: error: the compile server did not start (see {directory}/server.log)\n")
-            return 1
-    if connection is None:
-        print(f"no compile server for this installation ({path})")
-        return 0 if action == "stop" else 3
-    try:
-        request(connection, {"kind": "stop" if action == "stop" else "status"})
-        reply = receive(connection)
-    finally:
-        connection.close()
-    if action == "stop":
-        print(f"stopped the compile server (pid {reply.get('pid')})")
-        return 0
-    if reply.get("fingerprint") != fingerprint():
-        print("the compile server is of another version of this installation (the next compile replaces it)")
-    served = reply.get("served", {})
-    print(f"compile server pid {reply['pid']}, up {time.time() - reply['started']:.0f} s, socket {path}\n"
-          f"served {served.get('run', 0)} commands (in {served.get('runners', 0)} runners) and "
-          f"{served.get('zygote', 0)} builds' workers; "
-          f"refused {served.get('refused', 0)}; handed over {served.get('tool', 0)} tool runs "
-          f"(loaded: {', '.join(reply.get('tools') or ['none'])}); log {reply.get('log')}"
-          + (f"\nloaded for commands: {', '.join(reply['warm'])}" if reply.get("warm") else ""))
-    return 0

@@ -1,13 +1,12 @@
 """Runs of the tools a compile server keeps loaded, taken by whoever runs one (a command in a runner, a build's
 worker, SCons itself): the server hands over a started run's streams (mlirgpu.llvm.process.handed_run), so the
 run costs no tool start-up. Installed as suppliers of mlirgpu.llvm.process, which never reaches a server itself."""
-import _socket
 import contextlib
 import os
 
 from ..errors import CompileError
-from ..llvm.process import handed_run, passed_fds, supply
-from . import rendezvous
+from ..llvm.process import handed_run, supply
+from . import rendezvous, server_protocol
 
 
 def supply_from_server(offer):
@@ -46,12 +45,8 @@ def take_from_server(path, argv):
     if connection is None:
         return None
     try:
-        rendezvous.request(connection, {"kind": "tool", "argv": list(argv), "cwd": os.getcwd(),
-                                        "env": dict(os.environ)})
-        data, ancillary, _flags, _address = connection.recvmsg(1 << 12, _socket.CMSG_SPACE(4 * 4),
-                                                               _socket.MSG_CMSG_CLOEXEC)
-        fds = passed_fds(ancillary)
-        reply = rendezvous.decode(data) if data else {}
+        server_protocol.request(connection, server_protocol.tool_request(argv, os.getcwd(), dict(os.environ)))
+        reply, fds = server_protocol.receive_passing(connection, descriptors=4)
         if reply.get("kind") == "tool" and len(fds) == 4:
             return handed_run(argv, int(reply["pid"]), fds)
         for fd in fds:

@@ -180,7 +180,7 @@ def _artifacts(args):
 
 
 def _server(args):
-    from ..execution.rendezvous import server_command
+    from .server_command import server_command
 
     return server_command(args.action)
 

@@ -10,21 +10,18 @@ this process.
 A server that does not start, does not answer within `$MLIRGPU_SERVER_TIMEOUT` seconds (default 10), dies
 before the command ended, or answers something else, costs one warning line and an in-process compile.
 
-`mlirgpu server start|stop|status` (mlirgpu.execution.rendezvous) starts one now, stops it, or says what it served;
+`mlirgpu server start|stop|status` (mlirgpu.frontends.server_command) starts one now, stops it, or says what it served;
 `mlirgpu --launcher` prints the native launcher of this installation and `mlirgpu --install-launcher [PATH]`
 installs it (mlirgpu.server.launcher).
 """
-import _socket  # not `socket`, whose imports cost a client milliseconds
 import os
 import resource
-import struct
 import sys
 import time
 
-from ..execution import rendezvous
+from ..execution import rendezvous, server_protocol
 
 SERVED = ("compile", "list-outputs")
-LIMITS = ("FSIZE", "NOFILE", "CORE", "AS", "DATA", "CPU")  # mlirgpu.llvm.process.LIMITS (that import costs 25 ms)
 
 
 def run_remote(argv):
@@ -39,9 +36,8 @@ def run_remote(argv):
     umask = os.umask(0)
     os.umask(umask)
     # The command runs with this process's umask and resource limits (mlirgpu.llvm.process.taken), not the server's.
-    limits = {name: list(resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))) for name in LIMITS}
-    message = {"kind": "run", "fingerprint": rendezvous.fingerprint(), "argv": argv, "cwd": os.getcwd(),
-               "env": dict(os.environ), "umask": umask, "limits": limits}
+    limits = {name: list(resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))) for name in server_protocol.LIMITS}
+    message = server_protocol.run_request(rendezvous.fingerprint(), argv, os.getcwd(), dict(os.environ), umask, limits)
     why = "it did not start"
     for _attempt in range(3):
         connection = rendezvous.connect(path) or rendezvous.start_server(directory)
@@ -49,8 +45,8 @@ def run_remote(argv):
             break
         runner_socket = None
         try:
-            rendezvous.request(connection, message)
-            reply, passed = rendezvous.receive_passing(connection)
+            server_protocol.request(connection, message)
+            reply, passed = server_protocol.receive_passing(connection)
             runner_socket = passed[0] if len(passed) == 1 else None
             for fd in passed[1:]:
                 os.close(fd)
@@ -63,7 +59,7 @@ def run_remote(argv):
             if reply.get("kind") != "started" or runner_socket is None:
                 why = f"it answered {reply.get('message') or reply.get('kind')!r}"
                 break
-            _pass_streams(runner_socket)
+            server_protocol.send_streams(runner_socket)
             return _wait_for_exit(connection, reply["pid"] if _sees_server(connection) else None)
         except KeyboardInterrupt:
             return 130  # the connection closes: the server stops the command
@@ -76,15 +72,6 @@ def run_remote(argv):
             connection.close()
     _warn(f"the compile server failed ({why}); compiling in this process")
     return None
-
-
-def _pass_streams(fd):
-    """Pass this process's stdin, stdout and stderr to the runner that took the command, on its socket `fd`."""
-    runner = _socket.socket(fileno=os.dup(fd))
-    try:
-        runner.sendmsg([b"streams"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("3i", 0, 1, 2))])
-    finally:
-        runner.close()
 
 
 def _sees_server(connection):
@@ -100,7 +87,7 @@ def _wait_for_exit(connection, runner):
     connection.settimeout(1.0)
     while True:
         try:
-            reply = rendezvous.receive(connection)
+            reply = server_protocol.receive(connection)
         except TimeoutError:
             if runner is None:
                 continue

@@ -4,7 +4,7 @@
    `mlirgpu compile` per source pays per source. This program does what the Python client (mlirgpu.server.client) does
    when a compile server of this installation runs: it sends the command line, folder, environment, umask and
    resource limits to the server (a request larger than a socket's message in a memfd, as
-   mlirgpu.execution.rendezvous.send does), passes its own stdin, stdout and stderr (/dev/null for one that is
+   mlirgpu.execution.server_protocol.send does), passes its own stdin, stdout and stderr (/dev/null for one that is
    closed) to the runner that took it, on the socket the server's `started` answer carries (so a stopped server
    never holds them), and exits with the command's exit code. For everything else it becomes the Python client,
    which then behaves as always (it starts a server, replaces a stale one, runs other commands, falls back to an
@@ -250,8 +250,8 @@ static char *card_fingerprint(const char *folder) {
     return fingerprint;
 }
 
-/* The request, as mlirgpu.server.client sends it: {"kind": "run", "fingerprint", "argv", "cwd", "env", "umask",
-   "limits"}. */
+/* The request, as mlirgpu.server.client sends it (mlirgpu.execution.server_protocol.run_request): {"kind": "run",
+   "fingerprint", "argv", "cwd", "env", "umask", "limits"}. */
 static void request_text(struct text *text, const char *fingerprint) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd))
@@ -310,7 +310,8 @@ static void request_text(struct text *text, const char *fingerprint) {
         become_python();
 }
 
-/* The value of "KEY": in a reply (a string into `out`, or a number), as mlirgpu.execution.rendezvous.encode writes them. */
+/* The value of "KEY": in a reply (a string into `out`, or a number), as mlirgpu.execution.server_protocol.encode
+   writes them. */
 static int reply_string(const char *reply, const char *key, char *out, size_t size) {
     char pattern[32];
     snprintf(pattern, sizeof pattern, "\"%s\": \"", key);
@@ -396,7 +397,7 @@ static int send_with(int connection, const char *data, size_t size, const int *f
 }
 
 /* Send the request: as one message, or beyond INLINE_REQUEST bytes in a memfd named by an attached message
-   (mlirgpu.execution.rendezvous.send: its size, kind and fingerprint); whether it went. */
+   (mlirgpu.execution.server_protocol.send: its size, kind and fingerprint); whether it went. */
 static int send_request(int connection, const struct text *request, const char *fingerprint) {
     if (request->size <= INLINE_REQUEST)
         return send_with(connection, request->data, request->size, NULL, 0);

@@ -28,7 +28,7 @@ import sysconfig
 import tempfile
 
 from ..cache.store import user_cache_root
-from ..execution import rendezvous
+from ..execution import rendezvous, server_protocol
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.c")
 
@@ -102,13 +102,7 @@ def write_card(directory):
     cannot compute the fingerprint (launcher.c) can check it by their names, sizes and times. Returns the
     fingerprint."""
     inputs = rendezvous.fingerprint_inputs()
-    folders, library = inputs
     made = rendezvous.fingerprint_of(inputs)
-    lines = ["mlirgpu-card 1", f"F {made}"]
-    for folder, files in folders.items():
-        lines.append(f"D {folder}")
-        lines += [f"P {size} {mtime} {name}" for name, size, mtime in files]
-    lines.append(f"L {library[1]} {library[2]} {library[0]}" if library else "L none")
     path = card_path(directory)
     partial = f"{path}.{os.getpid()}"
     try:
@@ -117,7 +111,7 @@ def write_card(directory):
         pass
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with open(fd, "w", encoding="utf-8") as card:  # whole or absent for a reader
-        card.write("\n".join(lines) + "\n")
+        card.write(server_protocol.card_text(made, *inputs))
     os.replace(partial, path)
     return made
 

@@ -1,62 +1,11 @@
-"""A request to the compile server (mlirgpu.server.service) as it arrives, checked before the server acts on it:
-one message on its socket (or an attached one, mlirgpu.execution.rendezvous.send), at most
-rendezvous.MAX_REQUEST bytes of JSON of an object, from a client that sees the files the server sees; a `run`
-request carries what a runner (mlirgpu.server.runner) reads, of the types it reads, and no descriptor (the
-client's streams go to the runner alone, on the socket the `started` answer carries). Also how the server
-answers: one JSON message."""
-import contextlib
-import json
+"""A request to the compile server (mlirgpu.server.service), checked before the server acts on it: beyond what
+mlirgpu.execution.server_protocol reads (one message of at most MAX_REQUEST bytes of JSON of an object, its
+fields of the types their reader reads), it comes from a client that sees the files the server sees, and a
+`run` request carries no descriptor (the client's streams go to the runner alone, on the socket the `started`
+answer carries)."""
 import os
-import socket as _socket
-import struct
 
-from ..execution import rendezvous
-from ..llvm import process
-
-
-MAX_DESCRIPTORS = 4  # the most a request carries (a tool's or an old client's streams, an attached request)
-
-
-def reply(connection, value, fd=None):
-    """Send `value` as one JSON message (with the descriptor `fd`); a client that went away is not told."""
-    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", fd))] if fd is not None else []
-    with contextlib.suppress(OSError):
-        connection.sendmsg([json.dumps(value).encode("utf-8")], ancillary)
-
-
-def receive(connection):
-    """The request waiting on `connection`: its bytes, the descriptors it carries (which close on exec: no tool
-    the server starts may hold a client's streams open) and what is wrong with it (too large, or an attached
-    request that cannot be read), or None; None if none came."""
-    connection.settimeout(10)
-    try:
-        data, ancillary, flags, _address = connection.recvmsg(
-            rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(MAX_DESCRIPTORS * 4), _socket.MSG_CMSG_CLOEXEC)
-    except OSError:
-        return None
-    fds = process.passed_fds(ancillary)
-    if flags & _socket.MSG_CTRUNC:
-        return data, fds, "too many descriptors"
-    if flags & _socket.MSG_TRUNC:
-        return data, fds, "request too large"
-    try:
-        data, fds = rendezvous.unpack(data, fds)
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return data, fds[:-1], "the attached request cannot be read"
-    return data, fds, None
-
-
-def parse(data):
-    """The request in `data` (JSON of an object), or ValueError. Its size is bounded by the socket's message
-    (rendezvous.MAX_REQUEST), its nesting by json's parser, which stops at the interpreter's recursion limit
-    (RecursionError, never a crash): a request nested deeper than any real one is answered with an error."""
-    try:
-        request = json.loads(data)
-    except RecursionError:
-        raise ValueError("nested too deep") from None
-    if not isinstance(request, dict):
-        raise ValueError("not an object")
-    return request
+from ..execution import server_protocol
 
 
 def sees_these_files(pid):
@@ -103,32 +52,11 @@ def _mounts(pid):
     return sorted(mounts, key=lambda mount: mount[0])
 
 
-def elsewhere(kind, seen):
-    """The answer to a client that sees other files than the server (`seen`: whether the server can tell)."""
-    return {"kind": "none" if kind == "tool" else "elsewhere", "message":
-            "this process sees other files than the compile server (another mount namespace or root)" if seen
-            else "the compile server cannot tell which files a client sees (no /proc)"}
-
-
 def run_problem(request, fds):
     """What is wrong with a `run` request of this version and the descriptors it carries, or None."""
     if fds:
         # A native launcher built before the streams went to the runner: told so, it becomes the Python client.
         return "a run request carries no descriptors (the streams go to the runner)"
-    if not well_formed(request):
+    if not server_protocol.well_formed(request):
         return "not a request"
     return None
-
-
-def well_formed(request, run=True):
-    """Whether a `run` request (with run=False: a `tool` request, which names a program) has what its reader
-    reads, of the types it reads, as text a process can take (no NUL; variables named without `=`)."""
-    argv, folder, environment, umask = (request.get(key) for key in ("argv", "cwd", "env", "umask"))
-    return (isinstance(argv, list) and all(_text(word) for word in argv) and _text(folder)
-            and isinstance(environment, dict)
-            and all(_text(name) and name and "=" not in name and _text(value) for name, value in environment.items())
-            and (type(umask) is int and 0 <= umask <= 0o777 if run else bool(argv)))
-
-
-def _text(value):
-    return isinstance(value, str) and "\0" not in value

@@ -12,8 +12,8 @@ Per command, the LLVM worker gets a scratch folder in the command's temporary fo
 empty LLVM log, which lives in the server's folder (a crash's message is that command's own).
 
 The server and a runner share one SOCK_SEQPACKET pair: the server sends a `run` request as the client sent it
-(mlirgpu.execution.rendezvous.send), with the runner's end of a socket pair made for the command and the client's
-connection (SCM_RIGHTS); the client passes its stdin, stdout and stderr on the other end (mlirgpu.server.client).
+(mlirgpu.execution.server_protocol.hand_to_runner), with the runner's end of a socket pair made for the command
+and the client's connection (SCM_RIGHTS); the client passes its stdin, stdout and stderr on the other end (mlirgpu.server.client).
 Once the command's outputs are written and its copies of the client's streams closed (a build tool waits for
 them), the runner answers the client itself (`exit` and the code: a compile outlives a server killed
 meanwhile), after telling the server whether it retires. A reader that closed the command's stdout or stderr
@@ -25,7 +25,6 @@ import socket as _socket
 import contextlib
 import fcntl
 import io
-import json
 import os
 import select
 import signal
@@ -34,8 +33,7 @@ import tempfile
 import threading
 
 from ..llvm import process, toolchain
-from ..execution import compiles, rendezvous, served_tools
-from ..llvm.process import passed_fds
+from ..execution import compiles, served_tools, server_protocol as protocol
 
 RUNNER_COMMANDS = 200
 
@@ -50,50 +48,28 @@ def serve(channel, offer):
     compiles.serve_commands(own)  # its LLVM worker is forked now, and keeps its log here
     signal.signal(signal.SIGIO, _on_io)
     for served in range(1, RUNNER_COMMANDS + 1):
-        try:
-            data, ancillary, _flags, _address = channel.recvmsg(rendezvous.MAX_REQUEST, _socket.CMSG_SPACE(3 * 4),
-                                                                _socket.MSG_CMSG_CLOEXEC)
-            data, fds = rendezvous.unpack(data, passed_fds(ancillary))
-        except (OSError, ValueError):
+        handed = protocol.receive_handed(channel)
+        if handed is None:  # the server closed the channel: it is ending, or has runners enough
             break
-        if not data or len(fds) != 2:  # the server closed the channel: it is ending, or has runners enough
-            break
-        streams_socket, client_fd = fds
+        request, (streams_socket, client_fd) = handed
         _watch([client_fd, channel.fileno()])
         try:
-            streams = _streams(streams_socket)
-            code, clean = run_command(streams, json.loads(data)) if streams else (None, True)
+            streams = protocol.receive_streams(streams_socket)
+            code, clean = run_command(streams, request) if streams else (None, True)
         finally:
             _unwatch()
         retire = not clean or served == RUNNER_COMMANDS or threading.active_count() > 1
         try:  # the server first: it then knows the command's end is no client going away
-            channel.send(json.dumps({"retire": retire}).encode())
+            protocol.send_retire(channel, retire)
         except OSError:
             retire = True  # the server is gone: this command was the last
-        with _socket.socket(fileno=client_fd) as client, contextlib.suppress(OSError):
+        with _socket.socket(fileno=client_fd) as client:
             if code is not None:
-                client.send(json.dumps({"kind": "exit", "code": code}).encode())
+                protocol.reply(client, protocol.exit_answer(code))
         if retire:
             break
     compiles.shutdown(wait=False)  # its worker's log and scratch folder go with it
     os._exit(0)
-
-
-def _streams(fd):
-    """The client's stdin, stdout and stderr, which it passes on the socket `fd` (closed here); None if it went
-    away first."""
-    with _socket.socket(fileno=fd) as streams_socket:
-        try:
-            _data, ancillary, _flags, _address = streams_socket.recvmsg(16, _socket.CMSG_SPACE(3 * 4),
-                                                                        _socket.MSG_CMSG_CLOEXEC)
-        except OSError:
-            return None
-    fds = passed_fds(ancillary)
-    if len(fds) == 3:
-        return fds
-    for passed in fds:
-        os.close(passed)
-    return None
 
 
 _watched = []  # while a command runs: its client's connection and the server's channel

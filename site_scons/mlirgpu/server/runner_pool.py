@@ -7,14 +7,13 @@ to the runner with the request, the other to the client with the `started` answe
 before, while or after it hands a command over keeps no build tool reading them waiting.
 """
 import contextlib
-import json
 import os
 import signal
 import socket as _socket
 
-from ..execution import rendezvous
+from ..execution import server_protocol as protocol
+from ..execution.server_protocol import reply
 from . import runner
-from .requests import reply
 
 MAX_IDLE_RUNNERS = max(2, os.cpu_count() or 2)  # a runner beyond these ends once its command ended
 
@@ -75,7 +74,7 @@ class Runners:
                 break
             runners_end, clients_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
             try:
-                rendezvous.send(item.channel, data, [runners_end.fileno(), connection.fileno()])
+                protocol.hand_to_runner(item.channel, data, runners_end.fileno(), connection.fileno())
             except OSError:
                 clients_end.close()
                 self.end(item, kill=True)  # it has just ended
@@ -83,10 +82,10 @@ class Runners:
             finally:
                 runners_end.close()
             with clients_end:
-                reply(connection, {"kind": "started", "pid": item.pid}, clients_end.fileno())
+                reply(connection, protocol.started(item.pid), clients_end.fileno())
             item.run = _Run(connection)
             return True
-        reply(connection, {"kind": "error", "message": "no runner could be started"})
+        reply(connection, protocol.error("no runner could be started"))
         return False
 
     def watched(self):
@@ -109,11 +108,7 @@ class Runners:
     def _runner_said(self, item):
         """A runner's word: its command ended and it answered the client (and whether it ends now), or it
         ended without a word (the server answers the client for it)."""
-        try:
-            data = item.channel.recv(1 << 12)
-            retire = bool(json.loads(data)["retire"]) if data else None
-        except (OSError, ValueError, KeyError, TypeError):
-            retire = None
+        retire = protocol.receive_retire(item.channel)
         run, item.run = item.run, None
         if retire is None:
             status = self.end(item, kill=True)
@@ -195,4 +190,4 @@ def _died(status):
     """The answer for a command whose runner ended without answering: exit code 1; a runner killed by a signal
     is a bug of ours, which the client says as the command would have said it (the signal is in the answer)."""
     code = os.waitstatus_to_exitcode(status) if status is not None else 1
-    return {"kind": "exit", "code": 1, **({"signal": -code} if code < 0 else {})}
+    return protocol.exit_answer(1, -code if code < 0 else None)

@@ -3,7 +3,8 @@
 runs a server, which clients start on first use). This module starts it and serves its socket.
 
 A request is one message on the server's Unix socket (SOCK_SEQPACKET, in a folder only its user may enter; the
-peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.server.requests says):
+peer's uid is checked again with SO_PEERCRED; every message is mlirgpu.execution.server_protocol's; a request
+is checked as mlirgpu.server.requests says):
 
     run       argv, folder, environment, umask and resource limits of a `mlirgpu compile|list-outputs` (no
               descriptor: the client passes its stdin, stdout and stderr to the runner alone, on the socket the
@@ -26,7 +27,7 @@ peer's uid is checked again with SO_PEERCRED; a request is checked as mlirgpu.se
 A `run` or `zygote` request carries the client's fingerprint (mlirgpu.execution.rendezvous): a server of another one
 answers `replaced` and exits, so an upgraded or edited installation is never served by old code; any other
 request it cannot serve (no fingerprint, a field missing or of another type) is answered with an error, and the
-server serves on. A request larger than a socket's message comes in a memfd (rendezvous.send). The server
+server serves on. A request larger than a socket's message comes in a memfd (server_protocol.send). The server
 exits when idle for `$MLIRGPU_SERVER_IDLE` seconds, or when its socket is removed or taken by another server.
 Its own messages (and LLVM's) go to `server.log` in its folder.
 """
@@ -42,10 +43,10 @@ import signal
 import sys
 import time
 
-from ..execution import rendezvous, served_tools
+from ..execution import rendezvous, served_tools, server_protocol as protocol
+from ..execution.server_protocol import reply
 from ..llvm import process
 from . import launcher, requests
-from .requests import reply
 from .runner_pool import Runners
 from .tools import Tools
 from ..util import environment
@@ -188,13 +189,13 @@ class Server:
             self.served["refused"] += 1
             print(f"mlirgpu server: refused a connection of uid {uid}", file=sys.stderr, flush=True)
             return None
-        received = requests.receive(connection)
+        received = protocol.receive_request(connection)
         if received is None:
             return None
         data, fds, problem = received
         try:
             if problem:
-                reply(connection, {"kind": "error", "message": problem})
+                reply(connection, protocol.error(problem))
                 return None
             return self._answer(connection, pid, data, fds)
         finally:
@@ -204,35 +205,34 @@ class Server:
 
     def _answer(self, connection, pid, data, fds):
         try:
-            request = requests.parse(data)
+            request = protocol.parse_request(data)
             kind = request["kind"]
         except (ValueError, KeyError, TypeError):
             kind = None
         if not isinstance(kind, str):
-            reply(connection, {"kind": "error", "message": "not a request"})
+            reply(connection, protocol.error("not a request"))
             return None
         if kind == "status":
-            reply(connection, {"kind": "status", "pid": os.getpid(), "fingerprint": self.fingerprint,
-                               "started": self.started, "served": {**self.served, "runners": self.runners.forked},
-                               "log": self.log_path,
-                               "warm": [module for _variable, module in WARM_IMPORTS if module in sys.modules],
-                               "tools": self.tools.loaded()})
+            reply(connection, protocol.status_answer(
+                os.getpid(), self.fingerprint, self.started, {**self.served, "runners": self.runners.forked},
+                self.log_path, [module for _variable, module in WARM_IMPORTS if module in sys.modules],
+                self.tools.loaded()))
             return None
         if kind == "stop":
-            reply(connection, {"kind": "stopped", "pid": os.getpid()})
+            reply(connection, protocol.stopped(os.getpid()))
             return "stop"
         seen = requests.sees_these_files(pid) if kind in ("run", "zygote", "tool") else True
         if not seen:
             # Another root, or other mounts: the files the client names are not the ones here.
             self.served["refused"] += 1
-            reply(connection, requests.elsewhere(kind, seen is not None))
+            reply(connection, protocol.elsewhere(kind, seen is not None))
             return None
         if kind == "tool":
             if self.tools.hand_over(connection, request):
                 self.served["tool"] += 1
             return None
         if kind not in ("run", "zygote"):
-            reply(connection, {"kind": "error", "message": f"unknown request {kind!r}"})
+            reply(connection, protocol.error(f"unknown request {kind!r}"))
             return None
         fingerprint = request.get("fingerprint")
         if isinstance(fingerprint, str) and fingerprint != self.fingerprint:
@@ -243,7 +243,7 @@ class Server:
             # A native launcher built before limits were sent: told so, it becomes the Python client.
             problem = "a run request carries the client's limits"
         if problem:
-            reply(connection, {"kind": "error", "message": problem})
+            reply(connection, protocol.error(problem))
             return None
         if kind == "run" and process.exceeding(request["limits"]):
             # Limits above this server's hard ones (it was started under a lower `ulimit`): it ends, and the
@@ -273,7 +273,7 @@ class Server:
         if self._still_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
-        reply(connection, {"kind": "replaced"})
+        reply(connection, protocol.replaced())
         return "stop"
 
     def _forget_in_child(self, keep):
@@ -304,7 +304,7 @@ def _answers(path):
         rendezvous.reach(probe.connect, path)
         if rendezvous.peer(probe)[1] != os.getuid():
             return False  # another user's socket, planted there: replaced
-        probe.send(b'{"kind": "status"}')
+        probe.send(protocol.encode(protocol.plain_request("status")))
         return bool(probe.recv(1 << 16))
     except OSError:
         return False
@@ -317,7 +317,7 @@ def _zygote(connection, entry_points, log_path, offer):
 
     served_tools.supply_from_server(offer)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    reply(connection, {"kind": "zygote", "pid": os.getpid(), "log": log_path})
+    reply(connection, protocol.zygote_answer(os.getpid(), log_path))
     connection.settimeout(None)
     serve_zygote(connection, entry_points)
 

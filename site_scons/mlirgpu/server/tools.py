@@ -7,16 +7,13 @@ run's pipes and pid (SCM_RIGHTS), so a run costs no loading of libMLIR or libLLV
 tool asks (mlirgpu.execution.served_tools), so one served from the stage cache starts none. Where the fork
 servers' library cannot be built (no C compiler), two mlir-translates of the usual command line wait prestarted.
 """
-import json
 import os
-import socket as _socket
-import struct
 import sys
 
 from ..errors import CompileError
-from ..execution import forkserver
+from ..execution import forkserver, server_protocol as protocol
+from ..execution.server_protocol import reply
 from ..llvm import mlirtools, process
-from .requests import reply, well_formed
 
 
 class Tools:
@@ -90,8 +87,8 @@ class Tools:
         """Give the requesting command a run of the tool it names (its pipes and pid), forked by the tool's
         fork server or, without those, a prestarted mlir-translate of the same command line; `none` when
         there is none (the command starts the tool itself). Whether a run was handed over."""
-        if not well_formed(request, run=False):
-            reply(connection, {"kind": "none"})
+        if not protocol.well_formed(request, run=False):
+            reply(connection, protocol.no_tool())
             return False
         argv, folder, environment = request["argv"], request["cwd"], request["env"]
         program = os.path.realpath(argv[0])
@@ -108,12 +105,11 @@ class Tools:
                 self.pool.remove(ready)
                 self.spares.append(ready)
         if run is None:
-            reply(connection, {"kind": "none"})
+            reply(connection, protocol.no_tool())
             return False
         pid, fds = run
         try:
-            connection.sendmsg([json.dumps({"kind": "tool", "pid": pid}).encode()],
-                               [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("4i", *fds))])
+            protocol.send_tool_run(connection, pid, fds)
         except OSError:
             pass  # the command went away: the run ends on EOF
         finally:
