@@ -300,10 +300,10 @@ module attributes {gpu.container_module} {
 
 
 def _recipe_job():
-    """The CI job docs/guide.md prints after its `ci-recipe` mark, as a CI runner reads it."""
+    """The CI job docs/guide/ci-artifacts.md prints after its `ci-recipe` mark, as a CI runner reads it."""
     import yaml
 
-    guide = open(os.path.join(ROOT, "docs", "guide.md"), encoding="utf-8").read()
+    guide = open(os.path.join(ROOT, "docs", "guide", "ci-artifacts.md"), encoding="utf-8").read()
     assert guide.count(RECIPE_MARK) == 1
     block = re.match(r".*?-->\n```yaml\n(.*?)\n```\n", guide.split(RECIPE_MARK, 1)[1], re.S)
     assert block, "the ci-recipe mark stands right before the recipe's ```yaml block"

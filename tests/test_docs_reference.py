@@ -102,6 +102,62 @@ def test_the_documentation_builds_in_strict_mode(tmp_path):
     assert (tmp_path / "site" / "reference" / "index.html").exists()
 
 
+LIST_ITEM = re.compile(r"\s*([-*+]|\d+\.)\s")
+LONGEST_PARAGRAPH = 12
+
+
+def paragraphs(text):
+    """[first line, line count] of each paragraph of a markdown page. A paragraph is a run of consecutive
+    non-blank lines outside a fenced code block, ended by a blank line, a fence, a heading (`#`), a table row
+    (`|`) or an HTML comment (`<!--`), none of which is counted. A list is not a paragraph, but each of its items
+    (the item's line and the lines under it up to the next item) is measured as one, so a list cannot hide one."""
+    found, current, fenced = [], None, False
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith("```"):
+            fenced, current = not fenced, None
+        elif fenced or not line.strip() or line.lstrip().startswith(("#", "|", "<!--")):
+            current = None
+        else:
+            if current is None or LIST_ITEM.match(line):
+                current = [number, 0]
+                found.append(current)
+            current[1] += 1
+    return found
+
+
+def docs_pages():
+    """The site's pages: docs/*.md and the guide's task pages, docs/guide/*.md (not notes kept elsewhere in docs/
+    for a later merge into them)."""
+    return sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")) + glob.glob(os.path.join(ROOT, "docs", "guide", "*.md")))
+
+
+def test_no_paragraph_of_the_docs_is_over_12_lines():
+    """Every docs page reads in short paragraphs: a long one is cut into several, a list or a table."""
+    long = [f"{os.path.relpath(path, ROOT)}:{first} ({count} lines)" for path in docs_pages()
+            for first, count in paragraphs(open(path, encoding="utf-8").read()) if count > LONGEST_PARAGRAPH]
+    assert long == [], f"paragraphs over {LONGEST_PARAGRAPH} lines: {long}"
+
+
+def test_every_docs_page_is_in_the_mkdocs_nav():
+    """A page missing from mkdocs.yml's nav is built but reachable from no menu: every docs page, each task page
+    of the guide above all, has its nav entry, and the nav names no page that is not there."""
+    import yaml
+
+    def named(entry):
+        if isinstance(entry, str):
+            return [entry]
+        if isinstance(entry, list):
+            return [page for item in entry for page in named(item)]
+        return [page for value in entry.values() for page in named(value)]
+
+    with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as handle:
+        nav = set(named(yaml.safe_load(handle)["nav"]))
+    pages = {os.path.relpath(path, os.path.join(ROOT, "docs")) for path in docs_pages()}
+    assert sorted(pages - nav) == [], "docs pages missing from the nav of mkdocs.yml"
+    assert sorted(nav - pages) == [], "mkdocs.yml's nav names pages docs/ does not have"
+    assert any(page.startswith("guide/") for page in nav)
+
+
 # Fields whose keys are data (file names, stages, tools): documented as `<field>.*`.
 MAPS = {"sha256", "jobs[].stages", "jobs[].substituted", "toolchain", "objects[].jobs[].intermediates",
         "objects[].jobs[].substituted", "libraries[].jobs[].intermediates", "libraries[].jobs[].substituted"}

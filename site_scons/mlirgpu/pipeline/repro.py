@@ -171,8 +171,8 @@ def script(jobs, options, by_job, by_module=None, substituted=None):
         tools.setdefault(_variable(entry["argv"][0]), entry["argv"][0])
     lines = ["#!/bin/sh",
              "# Remakes this folder's stage dumps from the previous stage's dump with the stock tools, byte for byte",
-             "# (written by mlirgpu; its user guide, docs/guide.md, says more under 'Reproduce any stage'). Lines",
-             "# starting with '# approx:' remake a stage with the same code but not the same bytes; run them by hand.",
+             "# (written by mlirgpu; its user guide, docs/guide/kernel-loop.md, says more under 'Reproduce any stage').",
+             "# Lines starting with '# approx:' remake a stage with the same code but not the same bytes; run them by hand.",
              "# Set a tool's variable to use another.",
              "# A substituted stage is kept as the build used it, and the later stages run from it.",
              "set -e",
