@@ -29,6 +29,7 @@ import dataclasses, gc, hashlib, json, sys
 
 from llvmlite.binding import context, ffi
 from mlirgpu import CompileError, CompileOptions
+from mlirgpu.execution.fanout import FORKED  # code generation isolated, as a worker runs it
 from mlirgpu.llvm import arena as llvm_arena
 from mlirgpu.pipeline import driver, stagerunner, stages
 from mlirgpu.pipeline.planning import check_options
@@ -83,12 +84,12 @@ for source, options in json.loads(sys.argv[1]):
     options = check_options(source, CompileOptions(**options))
     failing.add(source)
     try:
-        driver.compile_source(source, options)
+        driver.compile_source(source, options, runner=FORKED)
         results.append([source, "the injected failure was not reported"])
     except CompileError as exc:
         exc.kept = exc
         kept.append(exc)
-    result = driver.compile_source(source, options)
+    result = driver.compile_source(source, options, runner=FORKED)
     results.append([source, hashlib.sha256(result.object_bytes).hexdigest()])
 print(json.dumps({"results": results, "after_jobs": after_jobs, "arenas": len(arenas)}))
 """

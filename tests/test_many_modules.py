@@ -1,4 +1,4 @@
-"""A file of many modules (issue #33): its jobs run in forked stage runners (mlirgpu.pipeline.fanout), and what
+"""A file of many modules (issue #33): its jobs run in forked stage runners (mlirgpu.execution.fanout), and what
 comes out is what running them in turn in one process gives, and what upstream gives.
 
 - 2000 varied NVVM modules (four kernel bodies, libdevice calls among them, two chips, O0-O3) compiled to ISA:
@@ -18,7 +18,7 @@ import pytest
 import oracle
 from conftest import ROOT
 from mlirgpu import CompileOptions, compile_file
-from mlirgpu.pipeline import fanout
+from mlirgpu.execution import fanout
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from many_modules import write_many  # noqa: E402 - the benchmark's generator: the modules the figures are of

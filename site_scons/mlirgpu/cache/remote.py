@@ -43,25 +43,17 @@ _KEYED, _PUBLIC = b"k", b"p"
 _TAG = 32
 
 
-_pending = []  # warnings of this process's faults, until a compile's result takes them (take_warnings)
 # Clients by (URL, password, timeout), kept for the process's next compiles: a compile server's runner and its
 # worker serve many, and a new client pays a connection, its handshake and the client library's version lookup
 # (redis-py reads its package metadata for every connection it makes). The client library reconnects after a fork.
 _clients = {}
 
 
-def take_warnings():
-    """The warnings of faults since the last call (each fault's once)."""
-    taken = list(_pending)
-    _pending.clear()
-    return taken
-
-
 class RemoteTier:
     """The remote cache named by a URL; `get` and `put` never raise for the server's faults (they open the
-    breaker and leave a warning for take_warnings)."""
+    breaker and tell `warn`, the compile's warning sink, in one CompileWarning; None: nobody is told)."""
 
-    def __init__(self, url, breaker_path, password=None, timeout=DEFAULT_TIMEOUT, secret=None):
+    def __init__(self, url, breaker_path, password=None, timeout=DEFAULT_TIMEOUT, secret=None, warn=None):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("redis", "rediss") or not parts.hostname:
             raise CompileError(f"{VARIABLE}='{shown(url)}' is not a redis:// or rediss:// URL",
@@ -84,6 +76,7 @@ class RemoteTier:
         self.timeout = timeout
         self.secret = secret
         self.breaker = Breaker(breaker_path, self.where)
+        self.warn = warn
         self.client = None
         self.counts = {"remote_hits": 0, "remote_misses": 0, "remote_stores": 0, "remote_rejected": 0}
         self.rejected = set()  # keys whose value failed its check and is ours to replace
@@ -95,9 +88,10 @@ class RemoteTier:
         self.client = None
         _clients.pop((self.url, self.password, self.timeout), None)  # its connections may be broken
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        _pending.append(CompileWarning(
-            f"the remote cache {self.where} failed ({reason}); building with the local cache only, and not "
-            f"asking it again for {BREAKER_SECONDS} s (check the server, or unset {VARIABLE})"))
+        if self.warn is not None:
+            self.warn(CompileWarning(
+                f"the remote cache {self.where} failed ({reason}); building with the local cache only, and not "
+                f"asking it again for {BREAKER_SECONDS} s (check the server, or unset {VARIABLE})"))
 
     def _connection(self):
         if self.client is None:
@@ -237,12 +231,12 @@ def preload():
             import redis  # noqa: F401
 
 
-def configured(breaker_path):
-    """The remote tier `$MLIRGPU_REMOTE_CACHE` names, or None."""
+def configured(breaker_path, warn):
+    """The remote tier `$MLIRGPU_REMOTE_CACHE` names, telling `warn` of its faults, or None."""
     url = environment.value(VARIABLE)
     if not url:
         return None
     secret = environment.value("MLIRGPU_REMOTE_CACHE_SECRET")
     return RemoteTier(url, breaker_path, environment.value("MLIRGPU_REMOTE_CACHE_PASSWORD"),
                       environment.value("MLIRGPU_REMOTE_CACHE_TIMEOUT"),
-                      secret.encode("utf-8", "surrogateescape") if secret is not None else None)
+                      secret.encode("utf-8", "surrogateescape") if secret is not None else None, warn)

@@ -219,10 +219,11 @@ def open_cache_root():
     return os.path.join(store.cache_root(), "stages")
 
 
-def open_cache():
+def open_cache(warn):
     """The stage cache of this process's environment (with the remote tier `$MLIRGPU_REMOTE_CACHE` names), or
-    None when it is turned off."""
+    None when it is turned off. `warn(CompileWarning)`: the compile's warning sink, told of the remote tier's
+    faults (said, never the build's failure)."""
     if not enabled():
         return None
     root = open_cache_root()
-    return StageCache(root, size_limit(), remotecache.configured(os.path.join(root, "remote-breaker")))
+    return StageCache(root, size_limit(), remotecache.configured(os.path.join(root, "remote-breaker"), warn))

@@ -14,7 +14,8 @@ from ..pipeline.scan import direct_source, pieces_key
 def translate_many(paths, at_least=2):
     """Translate the gpu.modules of many sources in one mlir-translate run. Only sources cut directly from
     their text join (scan.direct_source), and only when at least `at_least` do; returns {path: (pieces key,
-    {module: LLVM IR})}. Any failure returns {}: each compile then translates, and reports, on its own."""
+    {module: LLVM IR}, warnings)}: the warnings of the run's stage cache go with the first source's, into its
+    compile's warning sink. Any failure returns {}: each compile then translates, and reports, on its own."""
     batch = []
     for path in paths:
         loaded = direct_source(path, None)
@@ -22,16 +23,18 @@ def translate_many(paths, at_least=2):
             batch.append((path, loaded.modules))
     if not batch or len(batch) < at_least:
         return {}
+    warnings = []
     try:
         irs = translate_pieces([module.text for _path, modules in batch for module in modules],
-                               batch[0][0] if len(batch) == 1 else "<batch>")
+                               batch[0][0] if len(batch) == 1 else "<batch>", warnings.append)
     except ToolTimedOut:
         raise  # a hanging mlir-translate: the caller says so instead of running it again
     except CompileError:
         return {}
     result = {}
     for path, modules in batch:
-        result[path] = (pieces_key(modules), {m.name: ir for m, ir in zip(modules, irs)})
+        result[path] = (pieces_key(modules), {m.name: ir for m, ir in zip(modules, irs)}, tuple(warnings))
+        warnings = []
         irs = irs[len(modules):]
     return result
 

@@ -11,7 +11,6 @@ import os
 import time
 
 from .pool import Pool
-from ..cache import remote as remotecache
 from ..llvm.process import ToolTimedOut
 from ..pipeline.translation import OWN, Translated
 from ..util import environment
@@ -36,14 +35,6 @@ def _in_worker(entry, source, *args, environment, translator=OWN):
     with _POOL.lease() as worker:
         return worker.call(entry, source, *args, what=source, where=(source, None), environ=environment,
                            translator=translator)
-
-
-def _here(source, output, options, environment, translator):
-    """A front end's compile in a worker of this machine, with this process's remote cache faults among the
-    result's cache warnings (said, never the build's failure)."""
-    result = compile_to_object(source, output, options, environment, translator)
-    result.cache_warnings = list(result.cache_warnings) + remotecache.take_warnings()
-    return result
 
 
 def cluster(url):
@@ -90,7 +81,7 @@ def compile_command(source, output, options, tell):
     except ToolTimedOut as exc:  # raised only if the compile translates (a cached one never does)
         translated = exc
     translating = time.perf_counter() - started
-    result = _here(source, output, options, None, Translated(_given(translated)) if translated else OWN)
+    result = compile_to_object(source, output, options, None, Translated(_given(translated)) if translated else OWN)
     if translated:
         result.timings["translate"] = translating
     return result
@@ -176,7 +167,7 @@ class BuildSession:
         if result is None:
             batches, path = self.batches, os.path.abspath(source)
             translator = Translated(lambda: batches.pretranslated(path)) if batches else OWN
-            result = _here(source, output, options, environment, translator)
+            result = compile_to_object(source, output, options, environment, translator)
         self.stages.append(result.stages)
         if trace:
             self.trace_path = trace

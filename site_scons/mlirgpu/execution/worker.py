@@ -38,9 +38,15 @@ def die_with_parent(parent_pid):
 
 
 def entry_points():
+    """The pipeline's entry points a request may name, each with this worker's job runner: the forked stage
+    runners and isolated code generation (mlirgpu.execution.fanout), which every front end's compile gets."""
+    import functools
+
+    from .fanout import FORKED
     from ..pipeline import driver as pipeline
 
-    return {"compile_file": pipeline.compile_source, "compile_to_object": pipeline.compile_to_object}
+    return {"compile_file": functools.partial(pipeline.compile_source, runner=FORKED),
+            "compile_to_object": functools.partial(pipeline.compile_to_object, runner=FORKED)}
 
 
 def boot(log_path, expected_major, llvm=True):

@@ -58,9 +58,9 @@ def mlir_diagnostic(stderr, source, what, fix=None, tool="mlir-opt", code=None):
     return CompileError(f"{what}: {tool} failed{status}: {first}", file=source, fix=fix, detail=stderr)
 
 
-def translate_pieces(pieces, source):
+def translate_pieces(pieces, source, warn):
     """LLVM IR text for each piece (standalone gpu.module text), in order, from one mlir-translate process
-    (pieces split by `// -----`).
+    (pieces split by `// -----`); `warn`: the compile's warning sink (the stage cache's remote faults).
 
     Line numbers inside a chunk count from its marker, so diagnostics name the file's lines only for normalised
     pieces (they carry explicit locations); a failing direct piece is re-read through mlir-opt by the caller.
@@ -73,7 +73,7 @@ def translate_pieces(pieces, source):
 
     Each piece's translation is kept in the stage cache (keyed by the piece's text and mlir-translate's
     identity), so an edit to one gpu.module of many translates that one."""
-    cache = stagecache.open_cache()
+    cache = stagecache.open_cache(warn)
     if cache is None:
         return _translate_crash_safe(pieces, source)
     try:

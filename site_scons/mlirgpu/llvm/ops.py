@@ -15,24 +15,19 @@ Emulating upstream (see the shared reference notes): `Linker::linkInModule(lib, 
 reproduced with llvmlite's plain `link_in` by giving library definitions the destination does not declare
 `linkonce_odr` linkage (so only referenced ones are pulled in, in order), then internalizing what was imported.
 """
-import ctypes
-import os
 import re
-import signal
-import tempfile
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from . import libraries as device_libraries
-from . import arena as llvm_arena, optnone, toolchain
+from . import arena as llvm_arena, isolation, optnone, toolchain
 from .arena import CONTEXT, MACHINE, MODULE
 from ..errors import CompileError
 
 _LOCAL = {"internal", "private"}
 _KEEP_LINKAGE = _LOCAL | {"appending", "linkonce_odr", "linkonce_any"}
 HOST_TRIPLE = "x86_64-unknown-linux-gnu"
-_PR_SET_PDEATHSIG = 1
 
 
 def _initialize():
@@ -266,14 +261,15 @@ def optimize(job_module, opt_level):
 def emit_assembly(job_module, isolated=False):
     """Stage `isa`: the target's assembly (PTX, AMDGCN, SPIR-V text) from the optimized module.
 
-    `isolated` (a target's `isolated_codegen`): code generation runs in a forked child of this worker, which
-    starts from the worker's state before any code generation and leaves the module untouched for a second
-    emission (the binary). LLVM 22's SPIR-V back end needs both: it rewrites the IR it compiles, and keeps module
+    `isolated` (a target's `isolated_codegen`): code generation runs where the job's runner isolates work
+    (mlirgpu.llvm.isolation: the forked runners compute it in a forked child of this worker, which starts from
+    the worker's state before any code generation and leaves the module untouched for a second emission, the
+    binary). LLVM 22's SPIR-V back end needs both: it rewrites the IR it compiles, and keeps module
     state in a static (`SPIRVModuleAnalysis::MAI`, llvm/llvm-project#160613) whose `BBNumToRegMap`, keyed by
     MachineFunction addresses, is never cleared, so a second module compiled in one process may reuse a stale
     label id and come out renumbered or invalid ("Id N is defined more than once")."""
     if isolated:
-        return _forked(lambda: job_module.machine.emit_assembly(job_module.module), "emitting the ISA").decode()
+        return isolation.isolated(lambda: job_module.machine.emit_assembly(job_module.module), "emitting the ISA")
     return job_module.machine.emit_assembly(job_module.module)
 
 
@@ -281,45 +277,8 @@ def emit_object(job_module, isolated=False):
     """The target's object file from the optimized module (a SPIR-V binary, for instance); `isolated` as for
     `emit_assembly`."""
     if isolated:
-        return _forked(lambda: job_module.machine.emit_object(job_module.module), "emitting the binary")
+        return isolation.isolated(lambda: job_module.machine.emit_object(job_module.module), "emitting the binary")
     return job_module.machine.emit_object(job_module.module)
-
-
-def _forked(produce, what):
-    """The bytes (or text) `produce()` returns, computed in a forked child of this process. The child dies with
-    this process; LLVM's messages from it (a fatal `LLVM ERROR: ...` ends it) become the RuntimeError raised
-    here, as LLVM's diagnostics do in this process."""
-    read_fd, write_fd = os.pipe()
-    with tempfile.TemporaryFile() as messages:
-        pid = os.fork()
-        if pid == 0:  # the child: no Python cleanup, no buffers flushed twice
-            status = 0
-            try:
-                ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-                os.close(read_fd)
-                os.dup2(messages.fileno(), 2)
-                data = produce()
-                view = memoryview(data.encode("utf-8") if isinstance(data, str) else bytes(data))
-                while view:
-                    view = view[os.write(write_fd, view) :]
-            except BaseException:  # noqa: BLE001 - the parent reports it from the exit status and the messages
-                status = 1
-            finally:
-                os._exit(status)
-        os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        messages.seek(0)
-        said = messages.read().decode("utf-8", "replace").strip()
-    if said:
-        os.write(2, (said + "\n").encode("utf-8"))  # the worker's LLVM log, as for code generation here
-    if status != 0:
-        how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-               else f"exit status {os.waitstatus_to_exitcode(status)}")
-        first = next((line for line in said.splitlines() if line.strip()), "")
-        raise RuntimeError(f"LLVM failed while {what} ({how})" + (f": {first}" if first else ""))
-    return data
 
 
 def object_from_ir(ir_text, triple=HOST_TRIPLE):

@@ -21,10 +21,9 @@ import json
 import os
 import time
 
-from . import compileentry, embed, fanout, hostobject, repro, stagerunner
+from . import compileentry, embed, hostobject, jobrunner, repro, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
-from ..cache import remote as remotecache
 from ..util import environment, trace
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
@@ -41,15 +40,15 @@ from .stages import LIBRARY
 from .translation import OWN, translate_source
 
 
-def compile_to_object(source, output, options, translator=None, report=None):
+def compile_to_object(source, output, options, translator=None, report=None, runner=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
     atomically; the CompileResult without the object's bytes. `options`: a front end's CheckedOptions."""
     require_checked(options, "compile_to_object")
     if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
-        return compile_library(source, output, options, translator or OWN, report or _no_report)
+        return compile_library(source, output, options, translator or OWN, report or _no_report, runner)
     started, wall = time.perf_counter(), time.time()
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
-    result = compile_source(source, options, output, translator, report)
+    result = compile_source(source, options, output, translator, report, runner)
     write_atomic(output, result.object_bytes)
     if options.header:  # unchanged text keeps its time: the C files including it are not recompiled
         write_if_changed(options.header, result.header)
@@ -60,19 +59,20 @@ def compile_to_object(source, output, options, translator=None, report=None):
     return result
 
 
-def compile_source(source, options, output=None, translator=None, report=None):
+def compile_source(source, options, output=None, translator=None, report=None, runner=None):
     """Compile every gpu.module of `source` in this process; the CompileResult (with tool statistics).
 
     `output`: the object's path, when one is written (checked against the other outputs before any work).
     `translator`: where the modules' LLVM IR comes from (mlirgpu.pipeline.translation; default: mlir-translate).
-    `options`: a front end's CheckedOptions."""
+    `runner`: how the jobs run (mlirgpu.pipeline.jobrunner; default: in turn, here; the front ends pass the
+    forked runners of mlirgpu.execution.fanout). `options`: a front end's CheckedOptions."""
     require_checked(options, "compile_source")
     if options.emit == LIBRARY:  # its files are named after a prefix: only compile_to_object writes them
         raise CompileError("a library compile writes files: it needs their prefix", file=source,
                            fix="use compile_to_object(source, PREFIX, options): PREFIX.<target>.bc")
     token = process.tool_stats.set({})
     try:
-        result = _compile(source, options, output, translator or OWN, report or _no_report)
+        result = _compile(source, options, output, translator or OWN, report or _no_report, runner or jobrunner.IN_TURN)
         result.tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
@@ -83,7 +83,7 @@ def _no_report(what, where):
     """The default progress callback: nobody is told."""
 
 
-def _compile(source, options, output, translator, report):
+def _compile(source, options, output, translator, report, runner):
     compile_wall, compile_begun = time.time(), time.perf_counter()
     timings = {}
     started = time.perf_counter()
@@ -97,7 +97,7 @@ def _compile(source, options, output, translator, report):
     timings["split"] = time.perf_counter() - started
     dumps = DumpFolder(options, source, planned) if options.dump_dir else None
     compile_ = stagerunner.Compile(source, options, report,
-                                   dumps.stage_output if dumps else lambda job, stage, output: None)
+                                   dumps.stage_output if dumps else lambda job, stage, output: None, runner)
     try:
         try:
             entry_key = _entry_key(compile_, loaded, jobs) if compile_.cache and not compile_.substitutes else None
@@ -126,7 +126,7 @@ def _compile(source, options, output, translator, report):
                                   process.tool_stats.get())] + compile_.trace
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
-                         stages=compile_.origins, cache_warnings=compile_.cache_warnings + remotecache.take_warnings(),
+                         stages=compile_.origins, cache_warnings=compile_.warnings,
                          trace=events, llvm_modules=compile_.llvm_modules)
 
 
@@ -145,12 +145,12 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     bytes)."""
     source, options = compile_.source, compile_.options
     started = time.perf_counter()
-    loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator)
+    loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator, compile_.warn)
     timings["translate"] = time.perf_counter() - started
     absent = [module.name for module in loaded.modules
               if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)
-    outputs = fanout.run_jobs(compile_, jobs, llvm_irs, dumps)
+    outputs = jobrunner.run_jobs(compile_, jobs, llvm_irs, dumps)
     for job in jobs:
         for stage, path in compile_.substituted.get(job.id, {}).items():
             warnings.append(CompileWarning(f"module @{job.module.name} ({job.chip}): the {stage} stage's output "
@@ -171,7 +171,11 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
 def _replay(compile_, loaded, jobs, entry, dumps):
     """A compile entry's outputs, as the middle would give them: the stages' outputs (dumped as they come, each
     recorded as cached), the container and host dumps, the binaries and the object."""
-    outputs = {job.id: stagerunner.replay_job(compile_, job, payloads) for job, payloads in zip(jobs, entry.payloads)}
+    outputs = {}
+    for job, payloads in zip(jobs, entry.payloads):
+        result = stagerunner.replay_job(compile_, job, payloads)
+        compile_.fold(job, result)
+        outputs[job.id] = result.output
     if dumps:
         for module in loaded.modules:
             container = fat_container([job.attr for job in jobs if job.module is module], compile_.options,

@@ -15,7 +15,7 @@ No kernel is needed, and none is warned about. Every stage goes through the stag
 import hashlib
 import os
 
-from . import fanout, stagerunner
+from . import jobrunner, stagerunner
 from . import source as sources
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
@@ -28,14 +28,14 @@ from ..llvm import process, toolchain
 from ..util.fsutil import write_atomic, write_if_changed
 
 
-def compile_library(source, output, options, translator, report):
+def compile_library(source, output, options, translator, report, runner=None):
     """Compile the gpu.modules of `source` into the bitcode libraries `<output>.<target>[.<chip>].bc` (and the
     dumps and depfile as asked), in this process; the CompileResult (no object bytes). `options`: a front end's
-    CheckedOptions."""
+    CheckedOptions; `runner`: how the jobs run (mlirgpu.pipeline.jobrunner; default: in turn, here)."""
     require_checked(options, "compile_library")
     token = process.tool_stats.set({})
     try:
-        result, files = _compile(source, output, options, translator, report)
+        result, files = _compile(source, output, options, translator, report, runner or jobrunner.IN_TURN)
         result.tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
@@ -44,7 +44,7 @@ def compile_library(source, output, options, translator, report):
     return result
 
 
-def _compile(source, output, options, translator, report):
+def _compile(source, output, options, translator, report, runner):
     loaded = (None if options.lowering else direct_source(source, options)) or sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
     files = library_files(loaded.modules, output, options)
@@ -54,10 +54,10 @@ def _compile(source, output, options, translator, report):
     _refuse_cycle(source, jobs, files, options)
     dumps = DumpFolder(options, source, planned) if options.dump_dir else None
     compile_ = stagerunner.Compile(source, options, report,
-                                   dumps.stage_output if dumps else lambda job, stage, output: None)
+                                   dumps.stage_output if dumps else lambda job, stage, output: None, runner)
     try:
-        loaded, jobs, llvm_irs, _same = translate_source(source, loaded, jobs, options, translator)
-        outputs = fanout.run_jobs(compile_, jobs, llvm_irs, dumps)
+        loaded, jobs, llvm_irs, _same = translate_source(source, loaded, jobs, options, translator, compile_.warn)
+        outputs = jobrunner.run_jobs(compile_, jobs, llvm_irs, dumps)
     finally:
         if compile_.cache:
             compile_.cache.flush()
@@ -79,7 +79,7 @@ def _compile(source, output, options, translator, report):
     dependencies = [source] + compile_dependencies(compile_, jobs, serialized=False) + [toolchain.llvmlite_library()]
     return CompileResult(object_bytes=b"", jobs=jobs, dumps=dumps.written if dumps else [], timings=compile_.timings,
                          warnings=warnings, dependencies=dependencies, stages=compile_.origins,
-                         cache_warnings=compile_.cache_warnings, trace=compile_.trace,
+                         cache_warnings=compile_.warnings, trace=compile_.trace,
                          llvm_modules=compile_.llvm_modules), [path for path, _target, _chip in files]
 
 

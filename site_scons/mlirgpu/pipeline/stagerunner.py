@@ -6,32 +6,42 @@ known without running anything: early cutoff); or it is a hand-edited substitute
 Whichever way, `_stage_output` records it the same: its origin, the dump folder's callback, the job's ISA or
 binaries, its trace event. `replay_job` gives a job's outputs from a whole compile's cache entry, recorded the
 same way, as cached.
+
+A job's run gives a value, its `JobResult` (its outputs, and what it adds to the compile: origins, substitutes,
+cache payloads, trace events, stage times, linked libraries, warnings), which the driver folds into the
+`Compile` in job order (`Compile.fold`, mlirgpu.pipeline.jobrunner): whether a job ran here or in a forked
+runner, the compile sees the same. While a job runs, its stages note these in its log (`Compile.job`).
 """
 import dataclasses
 import hashlib
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import stages, substitute
-from ..cache import remote as remotecache, stagecache
+from ..cache import stagecache
 from ..errors import CompileError
-from ..llvm import arena as llvm_arena
+from ..llvm import arena as llvm_arena, isolation
 from ..util import trace
 
 
 class Compile:
-    """What the stages of one compile share: the options, a scratch folder, the stage cache, the libraries they
-    linked, their times, where each job's stage outputs came from, and the callbacks."""
+    """What the stages of one compile share: the options, a scratch folder, the stage cache, the runner of its
+    jobs (mlirgpu.pipeline.jobrunner) and the callbacks; and what its jobs' results fold into, in job order (the
+    libraries they linked, their times, where each job's stage outputs came from, their trace and cache
+    payloads, and the compile's one warning sink)."""
 
-    def __init__(self, source, options, report, on_stage):
+    def __init__(self, source, options, report, on_stage, runner):
         self.source = source
         self.options = options
         self._scratch = None
         self.report = report
         self.on_stage = on_stage
-        self.cache = stagecache.open_cache()
+        self.runner = runner
+        self.warnings = []  # the one sink of warnings said, never failing the build: the remote cache's faults
+        self.job = None  # the running job's _JobLog, while `run_job` runs one here
+        self.cache = stagecache.open_cache(self.warn)
         self.dependencies = []
         self.timings = {}
         self.origins = {}  # job id -> {stage: "ran" | "cached" | "substituted"}
@@ -39,7 +49,6 @@ class Compile:
         self.substituted = {}  # job id -> {stage: the substitute's path}
         self.trace = []  # Chrome trace events of the stages (mlirgpu.util.trace)
         self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
-        self.cache_warnings = []  # the remote cache's faults seen by forked stage runners (mlirgpu.pipeline.fanout)
         self.llvm_modules = 0  # the most LLVM modules the stages held at once, in all processes (at most)
 
     @property
@@ -54,38 +63,31 @@ class Compile:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def timed(self, name, started):
-        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
+        """Add the seconds since `started` to step `name`: the running job's, else the compile's own."""
+        timings = self.job.timings if self.job is not None else self.timings
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
 
-    # What running jobs adds to a compile, which a forked stage runner sends back (mlirgpu.pipeline.fanout).
-    _SHARE = {"dependencies": list, "timings": dict, "origins": dict, "substituted": dict, "trace": list,
-              "payloads": dict, "cache_warnings": list}
+    def warn(self, warning):
+        """The compile's one warning sink: into the running job's result (which carries it back from whichever
+        process ran the job), else the compile's own list."""
+        (self.job.warnings if self.job is not None else self.warnings).append(warning)
 
-    def begin_share(self):
-        """In a forked stage runner: forget what the jobs before it added, and use a stage cache of its own
-        (its counts are its own; the remote tier's client reconnects after a fork)."""
-        for name, kind in self._SHARE.items():
-            setattr(self, name, kind())
-        self.cache = stagecache.open_cache()
+    def linked(self, paths):
+        """The libraries a job's link stage read (the depfile's inputs)."""
+        self.job.dependencies.extend(paths)
 
-    def share(self):
-        """What this runner's jobs added (after `begin_share`), for `add_share` in the compile's process; its
-        stage cache's counts are flushed."""
-        if self.cache:
-            self.cache.flush()
-        self.cache_warnings += remotecache.take_warnings()
-        return {name: getattr(self, name) for name in self._SHARE}
-
-    def add_share(self, share):
-        """Add a runner's `share`, as if its jobs had run here, in their order."""
-        for name, value in share.items():
-            mine = getattr(self, name)
-            if name == "timings":
-                for stage, seconds in value.items():
-                    mine[stage] = mine.get(stage, 0.0) + seconds
-            elif isinstance(mine, list):
-                mine += value
-            else:
-                mine.update(value)
+    def fold(self, job, result):
+        """Add a job's JobResult, in job order: as if its stages had run here."""
+        self.origins[job.id] = dict(result.origins)
+        if result.substituted:
+            self.substituted[job.id] = dict(result.substituted)
+        if result.payloads:
+            self.payloads[job.id] = dict(result.payloads)
+        self.trace += result.trace
+        for stage, seconds in result.timings.items():
+            self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+        self.dependencies += result.dependencies
+        self.warnings += result.warnings
 
 
 @dataclass
@@ -94,13 +96,43 @@ class JobOutput:
     binaries: dict  # binary suffix -> bytes (empty for format isa)
 
 
+@dataclass(frozen=True)
+class JobResult:
+    """What running one job gives, a value whichever process ran it (mlirgpu.pipeline.jobrunner folds it)."""
+    output: JobOutput
+    origins: dict  # stage -> "ran" | "cached" | "substituted"
+    substituted: dict  # stage -> the substitute's path
+    payloads: dict  # stage -> its output as the stage cache stores it (with a stage cache)
+    trace: tuple  # the Chrome trace events of its stages
+    timings: dict  # stage -> seconds
+    dependencies: tuple  # the libraries its link stage read
+    warnings: tuple  # what the compile's warning sink got while it ran (the remote cache's faults)
+
+
+@dataclass
+class _JobLog:
+    """What a job's stages note while it runs, made a JobResult when it ends."""
+    origins: dict = field(default_factory=dict)
+    substituted: dict = field(default_factory=dict)
+    payloads: dict = field(default_factory=dict)
+    trace: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    dependencies: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def result(self, output):
+        return JobResult(output, self.origins, self.substituted, self.payloads, tuple(self.trace), self.timings,
+                         tuple(self.dependencies), tuple(self.warnings))
+
+
 def _stage_output(compile_, result, job, stage, origin, output, payload, started, substitute_path=None):
     """A stage's output, however it came (`origin`: ran, cached or substituted, from `substitute_path`): noted
     as such, handed to the dump folder, kept in the job's `result` (the ISA, the binaries) and traced (`started`:
     the stage's wall-clock and performance-counter start; `payload`: its output as the cache stores it)."""
-    compile_.origins.setdefault(job.id, {})[stage.suffix] = origin
+    log = compile_.job
+    log.origins[stage.suffix] = origin
     if substitute_path:
-        compile_.substituted.setdefault(job.id, {})[stage.suffix] = substitute_path
+        log.substituted[stage.suffix] = substitute_path
     if stage.dumped:
         compile_.on_stage(job, stage.suffix, output)
     if stage.suffix == "isa":
@@ -109,7 +141,7 @@ def _stage_output(compile_, result, job, stage, origin, output, payload, started
         result.binaries = output
     elif stage is stages.BITCODE:
         result.binaries = {stage.suffix: output}
-    compile_.trace.append(trace.stage_event(job, stage.suffix, origin, *started,
+    log.trace.append(trace.stage_event(job, stage.suffix, origin, *started,
                                             output if stage.suffix == stages.BINARY else payload))
 
 
@@ -145,13 +177,18 @@ def _substitute_loader(compile_, job, stage, kernels):
 
 
 def run_job(compile_, job, llvm_ir):
-    """Run the stage table for one job (see _run_stages). The LLVM objects its stages make belong to the job's
-    arena, which closes them when the job ends, also on error (mlirgpu.llvm.arena): the job's output holds text
-    and bytes only, never a module that the garbage collector would free in its own order."""
-    with llvm_arena.Arena():
-        result = _run_stages(compile_, job, llvm_ir)
-    assembly = result.assembly and dataclasses.replace(result.assembly, module=None)  # a library has none
-    return JobOutput(assembly, result.binaries)
+    """Run the stage table for one job (see _run_stages): its JobResult. The LLVM objects its stages make belong
+    to the job's arena, which closes them when the job ends, also on error (mlirgpu.llvm.arena): the job's output
+    holds text and bytes only, never a module that the garbage collector would free in its own order. Code
+    generation that must run isolated runs where the compile's runner isolates work (mlirgpu.llvm.isolation)."""
+    log = compile_.job = _JobLog()
+    try:
+        with llvm_arena.Arena(), isolation.isolating(compile_.runner.isolate):
+            output = _run_stages(compile_, job, llvm_ir)
+    finally:
+        compile_.job = None
+    assembly = output.assembly and dataclasses.replace(output.assembly, module=None)  # a library has none
+    return log.result(JobOutput(assembly, output.binaries))
 
 
 def _run_stages(compile_, job, llvm_ir):
@@ -165,7 +202,6 @@ def _run_stages(compile_, job, llvm_ir):
     llvm_ir = stages.amend_translation(job, llvm_ir)
     chain = stages.for_format(compile_.options.format, compile_.options.emit)
     cache = compile_.cache
-    compile_.origins.setdefault(job.id, {})
     result = JobOutput(None, {})
     digest = hashlib.sha256(llvm_ir.encode("utf-8")).hexdigest()
     live = llvm_ir  # the in-memory input of the next stage; None when the previous stage came from the cache
@@ -205,18 +241,21 @@ def _run_stages(compile_, job, llvm_ir):
             origin = "substituted"
         if cache:
             digest = hashlib.sha256(payload).hexdigest()
-            compile_.payloads.setdefault(job.id, {})[stage.suffix] = payload
+            compile_.job.payloads[stage.suffix] = payload
         _stage_output(compile_, result, job, stage, origin, output, payload, started, found and found[0])
     return result
 
 
 def replay_job(compile_, job, payloads):
-    """A job's output from a compile entry ({stage: payload}), as `run_job` gives it, each stage's output
+    """A job's JobResult from a compile entry ({stage: payload}), as `run_job` gives it, each stage's output
     recorded as cached."""
-    result = JobOutput(None, {})
-    compile_.origins.setdefault(job.id, {})
-    for stage in stages.for_format(compile_.options.format, compile_.options.emit):
-        started = time.time(), time.perf_counter()
-        output = stage.restore(payloads[stage.suffix])
-        _stage_output(compile_, result, job, stage, "cached", output, payloads[stage.suffix], started)
-    return result
+    output = JobOutput(None, {})
+    log = compile_.job = _JobLog()
+    try:
+        for stage in stages.for_format(compile_.options.format, compile_.options.emit):
+            started = time.time(), time.perf_counter()
+            restored = stage.restore(payloads[stage.suffix])
+            _stage_output(compile_, output, job, stage, "cached", restored, payloads[stage.suffix], started)
+    finally:
+        compile_.job = None
+    return log.result(output)

@@ -71,7 +71,7 @@ def _linked(compile_, job, module):
             problem = "is not a regular file" if os.path.exists(library.path) else "does not exist"
             raise CompileError(f"bitcode library '{library.path}' {problem}", file=job.source, line=job.module.line,
                                fix=f"fix the {hint('link_libs')} / link=[...] path")
-    compile_.dependencies += [library.path for library in libraries]
+    compile_.linked([library.path for library in libraries])
     linked = llvm_ops.link(module, [library.as_args() for library in libraries])
     # A library may leave a function to another library its users link, and an ISA (PTX, AMDGCN or SPIR-V
     # assembly) to a device linker, as upstream's format=isa does; a binary is loaded as it is.

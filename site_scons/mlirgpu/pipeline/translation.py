@@ -14,36 +14,41 @@ from .scan import pieces_key
 class Translator:
     """Translates the modules of one source; the pipeline's own kind."""
 
-    def translate(self, source, modules):
-        """{module name: LLVM IR} of `modules`, the pieces cut from `source`, in order; raises CompileError."""
-        return dict(zip((module.name for module in modules), translate_pieces([m.text for m in modules], source)))
+    def translate(self, source, modules, warn):
+        """{module name: LLVM IR} of `modules`, the pieces cut from `source`, in order; raises CompileError.
+        `warn`: the compile's warning sink."""
+        return dict(zip((module.name for module in modules),
+                        translate_pieces([m.text for m in modules], source, warn)))
 
 
 OWN = Translator()
 
 
 class Translated(Translator):
-    """A translation made ahead: `given()` gives (pieces key, {module name: LLVM IR}) or None, and is called only
-    when the compile translates (a compile whose entry is cached never does)."""
+    """A translation made ahead: `given()` gives (pieces key, {module name: LLVM IR}, the warnings its stage cache
+    gave) or None, and is called only when the compile translates (a compile whose entry is cached never does)."""
 
     def __init__(self, given):
         self.given = given
 
-    def translate(self, source, modules):
+    def translate(self, source, modules, warn):
         entry = self.given()
-        if entry and entry[0] == pieces_key(modules):
-            return entry[1]
-        return super().translate(source, modules)
+        if entry:
+            for warning in entry[2]:
+                warn(warning)
+            if entry[0] == pieces_key(modules):
+                return entry[1]
+        return super().translate(source, modules, warn)
 
 
-def translate_source(source, loaded, jobs, options, translator):
+def translate_source(source, loaded, jobs, options, translator, warn):
     """The LLVM IR of every module: (loaded, jobs, {module: LLVM IR}, whether the modules are those given). The
     caller's translator serves modules cut straight from the file (what a caller translates ahead); such a module
     that does not translate is read again through mlir-opt, which reports the error at its exact place (or gives
-    the modules that translate)."""
+    the modules that translate). `warn`: the compile's warning sink."""
     direct = loaded.modules[0].direct
     try:
-        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules), True
+        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules, warn), True
     except ToolTimedOut:
         raise  # a hanging mlir-translate would hang again on the normalised modules
     except CompileError:
@@ -51,4 +56,4 @@ def translate_source(source, loaded, jobs, options, translator):
             raise
     loaded = sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
-    return loaded, jobs, OWN.translate(source, loaded.modules), False
+    return loaded, jobs, OWN.translate(source, loaded.modules, warn), False

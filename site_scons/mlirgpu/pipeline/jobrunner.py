@@ -1,0 +1,43 @@
+"""How a compile's jobs run: a seam, like the translator (mlirgpu.pipeline.translation).
+
+A runner is an object with two methods:
+
+    run_jobs(compile_, jobs, llvm_irs, dumps)   -> ([stagerunner.JobResult of each job, in order], LLVM modules)
+    isolate(produce, what)                      -> produce()'s value, computed apart from this process's state
+
+The pipeline's own (`IN_TURN`) runs the jobs one after another in this process and calls `produce()` here. The
+speed machinery lives above the pipeline (mlirgpu.execution.fanout: jobs in forked stage runners, code
+generation in a forked child), and its front ends pass it as `runner=`; the pipeline itself never forks.
+
+Whichever runner ran them, the driver folds the jobs' results into the compile in job order (`run_jobs` here),
+so the origins, trace, timings, payloads, libraries and warnings are the same as running them in turn. The
+second number is the most LLVM modules the runner's processes held at once (at most), for the benchmarks.
+"""
+from . import stagerunner
+from ..llvm import arena as llvm_arena
+
+
+class InTurn:
+    """The jobs one after another in this process; `isolate` calls `produce` here (a caller that compiles for a
+    target whose code generation needs isolation passes a runner that forks: mlirgpu.execution.fanout)."""
+
+    def run_jobs(self, compile_, jobs, llvm_irs, dumps):
+        llvm_arena.reset_module_peak()
+        results = [stagerunner.run_job(compile_, job, llvm_irs[job.module.name]) for job in jobs]
+        return results, llvm_arena.module_peak()
+
+    def isolate(self, produce, what):
+        return produce()
+
+
+IN_TURN = InTurn()
+
+
+def run_jobs(compile_, jobs, llvm_irs, dumps):
+    """{job id: stagerunner.JobOutput} of `jobs` run by the compile's runner, each job's result folded into the
+    compile in job order; `dumps`: the dump folder, or None."""
+    results, llvm_modules = compile_.runner.run_jobs(compile_, jobs, llvm_irs, dumps)
+    for job, result in zip(jobs, results, strict=True):
+        compile_.fold(job, result)
+    compile_.llvm_modules = max(compile_.llvm_modules, llvm_modules)
+    return {job.id: result.output for job, result in zip(jobs, results)}
