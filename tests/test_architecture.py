@@ -1,6 +1,7 @@
 """The architecture is checked, not hoped for: the import-linter layers of pyproject.toml hold, the package has no
-import cycle, no module outside `mlirgpu.targets` names a target, and a target defined outside the package runs
-through planning, the SCons emitter and the CLI."""
+import cycle, the compiler core neither forks nor opens sockets, no module outside `mlirgpu.targets` names a
+target, and a target defined outside the package runs through planning, the SCons emitter and the CLI."""
+import ast
 import itertools
 import json
 import os
@@ -21,7 +22,7 @@ def test_import_linter_contract_holds():
     run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lint-imports")], cwd=ROOT,
                          capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons")))
-    assert run.returncode == 0 and "2 kept, 0 broken" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0 and "3 kept, 0 broken" in run.stdout, run.stdout + run.stderr
 
 
 def test_the_folders_are_the_layers():
@@ -51,6 +52,64 @@ def test_no_import_cycle():
               if graph.chain_exists(importer=a, imported=b) and graph.chain_exists(importer=b, imported=a)
               and "mlirgpu" not in (a, b)]  # the package itself only names its modules lazily
     assert cycles == []
+
+
+# What forks or opens sockets: the speed machinery's (execution/, server/), never the compiler core's.
+_FORKING_MODULES = {"multiprocessing", "socket", "_socket", "socketserver", "asyncio", "concurrent.futures.process"}
+_FORKING_CALLS = {"fork", "forkpty", "register_at_fork"}  # of `os`
+CORE = ("pipeline", "targets", "llvm")
+
+
+def _forks_or_sockets(text):
+    """Each place in a module's `text` that forks or opens a socket: an import of a forking or socket module
+    (directly, from it, or by name through __import__ / importlib.import_module), or a use of os.fork and its
+    kin; as "line: what"."""
+    found = []
+    forking = lambda name: any(name == module or name.startswith(module + ".") for module in _FORKING_MODULES)  # noqa: E731
+    for node in ast.walk(ast.parse(text)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names if forking(alias.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] if forking(node.module) else []
+            names += [f"{node.module}.{alias.name}" for alias in node.names
+                      if node.module == "os" and alias.name in _FORKING_CALLS or alias.name == "ProcessPoolExecutor"]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "os" and node.attr in _FORKING_CALLS or node.attr == "ProcessPoolExecutor" \
+                    or node.value.id in _FORKING_MODULES:
+                names = [f"{node.value.id}.{node.attr}"]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in ("__import__", "import_module") and isinstance(node.args[0].value, str):
+                names = [node.args[0].value] if forking(node.args[0].value) else []
+        found += [f"{node.lineno}: {name}" for name in names]
+    return sorted(found, key=lambda entry: int(entry.split(":")[0]))
+
+
+def test_the_forking_check_finds_every_form():
+    """The check below finds each way a module could fork or open a socket (else it would pass for nothing)."""
+    probe = "\n".join(["import os", "import _socket", "import socket as s", "from multiprocessing import Pool",
+                        "from os import fork", "import concurrent.futures.process",
+                        "from concurrent.futures import ProcessPoolExecutor", "os.fork()", "os.forkpty()",
+                        "__import__('socket')", "importlib.import_module('multiprocessing.pool')",
+                        "_socket.socketpair()", "import selectors, subprocess, select"])
+    assert [entry.split(": ")[0] for entry in _forks_or_sockets(probe)] == [str(n) for n in range(2, 13)]
+
+
+def test_the_core_never_forks_nor_opens_sockets():
+    """pipeline/, targets/ and llvm/ hold no os.fork, multiprocessing or socket (imports or uses, `_socket` too):
+    forks and sockets are the speed machinery's (execution/forks is the one fork-and-return; execution/fanout
+    the forked job runner the front ends pass), which the import-linter contract also says."""
+    found = []
+    for room in CORE:
+        for folder, dirs, files in os.walk(os.path.join(PACKAGE, room)):
+            dirs[:] = [name for name in dirs if name != "__pycache__"]
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8") as handle:
+                        found += [f"{os.path.relpath(path, PACKAGE)}:{entry}" for entry in _forks_or_sockets(handle.read())]
+    assert found == []
 
 
 def test_no_module_outside_targets_names_a_target():

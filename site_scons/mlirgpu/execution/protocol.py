@@ -19,8 +19,8 @@ import struct
 
 from ..llvm import process
 from ..errors import CompileError
-from ..llvm.process import passed_fds
 from ..util import fsutil
+from .server_protocol import passed_fds
 
 _HEADER = struct.Struct("<Q")
 

@@ -125,8 +125,8 @@ def decode(data):
 
 
 def passed_fds(ancillary):
-    """The file descriptors an SCM_RIGHTS message carried (mlirgpu.llvm.process.passed_fds, which a client does
-    not import)."""
+    """The file descriptors an SCM_RIGHTS message carried (of a server's message, and of a zygote's: the worker
+    protocol, mlirgpu.execution.protocol, reads its descriptors here too)."""
     return [fd for level, kind, payload in ancillary if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
             for fd in struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])]
 

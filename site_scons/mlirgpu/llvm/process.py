@@ -3,7 +3,6 @@
 The limit is `$MLIRGPU_TOOL_TIMEOUT` seconds (default 600) per tool run. A tool killed by a signal or past the
 limit is reported by name; a non-zero exit is returned to the caller, which knows how to read that tool's output.
 """
-import _socket  # the C module: `socket` costs worker start-up 11 ms for the same calls (see mlirgpu.execution.worker)
 import contextlib
 import contextvars
 import fcntl
@@ -11,7 +10,6 @@ import os
 import resource
 import select
 import signal
-import struct
 import subprocess
 import time
 
@@ -275,15 +273,6 @@ def _at_most(soft, hard):
 def _cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def passed_fds(ancillary):
-    """The file descriptors an SCM_RIGHTS message carried."""
-    fds = []
-    for level, kind, payload in ancillary:
-        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
-    return fds
 
 
 def run(argv, what, *, input=None, cwd=None):
