@@ -20,7 +20,7 @@ MACHINE, MODULE, CONTEXT = range(3)
 _current = contextvars.ContextVar("mlirgpu_llvm_arena", default=None)
 
 # The LLVM modules this process holds open now, and the most it held at once since `reset_module_peak`: what a
-# compile of many modules keeps at a time (mlirgpu.pipeline.fanout reports it), whatever the module count.
+# compile of many modules keeps at a time (mlirgpu.execution.fanout reports it), whatever the module count.
 _modules = {"open": 0, "peak": 0}
 
 

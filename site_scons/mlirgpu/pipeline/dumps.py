@@ -45,7 +45,7 @@ class DumpFolder:
 
     def remove_temps(self):
         """Remove what interrupted writes of this compile's dumps left: an earlier compile's, or those of the
-        forked stage runners an interrupted compile killed mid-write (pipeline/fanout)."""
+        forked stage runners an interrupted compile killed mid-write (execution/fanout)."""
         remove_stale_temps(self.planned)
 
     @property
