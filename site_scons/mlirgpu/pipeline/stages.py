@@ -16,7 +16,9 @@ are: only what it needs, internalized; its own functions keep the source's linka
                 it is the compile's output (mlirgpu.pipeline.library)
 
 The same table drives the pipeline (mlirgpu.pipeline.driver), the dump names (mlirgpu.pipeline.planning, which the SCons emitter
-and `list-outputs` use), the docs and the tests, so they cannot drift. Targets own what differs (mlirgpu.targets):
+and `list-outputs` use), the docs and the tests, so they cannot drift. A target may add stages of its own
+(Target.stages; tests/marked_target.py adds a dump after `isa`): its jobs, dumps and cache keys then follow
+its list (for_target). Targets own what differs (mlirgpu.targets):
 the stages only call their hooks. The LLVM work is imported when a stage runs (in a worker), so reading the table
 costs a build tool nothing.
 
@@ -122,7 +124,8 @@ def _bitcode(compile_, job, module):
 OUTPUT_LAYOUT = 2
 
 
-def _machine(compile_, job):
+def machine_context(compile_, job):
+    """What shapes every stage's output besides its input (a target's own stage starts its context with it)."""
     cpu, features = job.target.machine_cpu(job.attr)
     return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), llvm_backend.identity(), job.target.name,
             job.attr.text, job.chip, job.opt_level, job.attr.triple, cpu, features]
@@ -134,7 +137,7 @@ def _link_context(compile_, job):
     the link stage runs to say so instead of being restored from a compile that named none (as upstream's
     gpu-module-to-binary fails on a missing `l=` library whatever its cache)."""
     named = job.target.user_libraries(job.attr, compile_.options.link_libs)
-    return _machine(compile_, job) + [[path, toolchain.file_digest(path)]
+    return machine_context(compile_, job) + [[path, toolchain.file_digest(path)]
                                       for path in job.target.library_inputs(job, compile_.options)] + \
         [[path, None] for path in named if path and not os.path.isfile(path)]
 
@@ -142,7 +145,7 @@ def _link_context(compile_, job):
 def _binary_context(compile_, job):
     """The format, the serializer's options and the identities of its tools."""
     options = compile_.options
-    return _machine(compile_, job) + [options.format, options.opts] + \
+    return machine_context(compile_, job) + [options.format, options.opts] + \
         [toolchain.identity(tool) for tool in job.target.tools(options)]
 
 
@@ -183,20 +186,23 @@ class Stage:
     save: object = _save_text  # output -> bytes, as the stage cache stores it (and its hash keys the next stage)
     restore: object = _restore_text  # bytes -> the output as later stages and dumps take it
     dumped: bool = True  # written into the dump folder (a library's bitcode is the compile's output instead)
+    # Whether the next stage takes this stage's output; False for a stage that only writes a dump of its own
+    # (a target's check or report): the next stage takes this one's input, and is keyed by that.
+    feeds_next: bool = True
 
 
 STAGES = (
-    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple", _machine),
+    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple", machine_context),
     Stage("linked.ll", _linked, "handleModulePreLink, loadBitcodeFiles, linkFiles", _link_context),
-    Stage("opt.ll", _opt, "optimizeModule", _machine),
-    Stage("isa", _isa, "translateToISA", _machine, restore=_restore_assembly),
+    Stage("opt.ll", _opt, "optimizeModule", machine_context),
+    Stage("isa", _isa, "translateToISA", machine_context, restore=_restore_assembly),
     Stage("binary", _binary, "compileToBinary / moduleToObject", _binary_context, _save_binaries,
           _restore_binaries),
 )
 BINARY = "binary"
 LIBRARY = "library"  # the `emit` value of library compiles
-BITCODE = Stage("bc", _bitcode, "(a library: the linked module, as gpu-module-to-binary's l= files are)", _machine,
-                _same_bytes, _same_bytes, dumped=False)
+BITCODE = Stage("bc", _bitcode, "(a library: the linked module, as gpu-module-to-binary's l= files are)",
+                machine_context, _same_bytes, _same_bytes, dumped=False)
 
 
 def for_format(fmt, emit="object"):
@@ -207,6 +213,12 @@ def for_format(fmt, emit="object"):
     return [stage for stage in STAGES if stage.suffix != BINARY or fmt != "isa"]
 
 
+def for_target(target, fmt, emit="object"):
+    """The stages a job of `target` runs: the shared table's for the format (for_format), as the target's
+    `stages` hook returns them (with its own stages, where it adds some)."""
+    return list(target.stages(for_format(fmt, emit)))
+
+
 def binary_dumps(target, fmt):
     """The binary stage's files: the target's binaries for the format, and its tools' log where it keeps one."""
     return list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
@@ -215,7 +227,7 @@ def binary_dumps(target, fmt):
 def dump_suffixes(target, fmt, emit="object"):
     """The dump suffixes one job writes, in stage order."""
     suffixes = []
-    for stage in for_format(fmt, emit):
+    for stage in for_target(target, fmt, emit):
         if stage.dumped:
             suffixes += binary_dumps(target, fmt) if stage.suffix == BINARY else [stage.suffix]
     return suffixes

@@ -248,6 +248,15 @@ class Target:
         fewer; files that do not exist are left out (the compile reports them)."""
         return [path for path in self.user_libraries(attr) if os.path.isfile(path)]
 
+    # Stages.
+
+    def stages(self, shared):
+        """The stages a job of this target runs, in order: `shared`, the shared table's stages for the
+        compile's format and emit (mlirgpu.pipeline.stages.for_format), by default. A target adds a stage of its
+        own by returning the list with its `Stage` inserted; its dump is then planned, declared and cached as
+        the shared stages' are (tests/marked_target.py)."""
+        return shared
+
     # Binaries.
 
     def has_kernels(self, llvm_ir):
