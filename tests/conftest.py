@@ -115,7 +115,7 @@ def served(request):
 TIERS = {
     "unit": ("test_architecture", "test_bootstrap", "test_docs_reference", "test_header_c", "test_scan",
              "test_toolchain", "test_compiler_log", "test_trace", "test_fuzz", "test_records", "test_tiers",
-             "test_link_plan", "test_server_protocol"),
+             "test_link_plan", "test_server_protocol", "test_target_roles"),
     "build": ("test_scons", "test_repository", "test_meson", "test_cmake", "test_wheel", "test_drop_in",
               "test_host_objects", "test_elf_objects", "test_artifacts", "test_cli", "test_substitute", "test_repro",
               "test_truthful_refusals", "test_bench_smoke", "test_library_builds", "test_lowering_safety",

@@ -6,7 +6,7 @@ Its code is NVVM's, so upstream's `gpu-module-to-binary` is its oracle: the adde
 the binary stage takes the ISA as `isa` made it."""
 from mlirgpu.pipeline.stages import Stage, machine_context
 from mlirgpu.targets import register
-from mlirgpu.targets.nvvm import NVVM
+from mlirgpu.targets.nvvm import NVVM, NVVMCodegen
 
 MARK = "// marked by tests/marked_target.py\n"
 
@@ -23,10 +23,8 @@ def _marked_context(compile_, job):
 MARKED = Stage("marked.isa", _marked, "(none: a target's own stage)", _marked_context, feeds_next=False)
 
 
-class Marked(NVVM):
-    """NVVM, with MARKED after the `isa` stage (in every format and emit that runs `isa`)."""
-
-    name = "marked"
+class MarkedCodegen(NVVMCodegen):
+    """NVVM's code generation, with MARKED after the `isa` stage (in every format and emit that runs `isa`)."""
 
     def stages(self, shared):
         suffixes = [stage.suffix for stage in shared]
@@ -34,6 +32,11 @@ class Marked(NVVM):
             return shared
         after = suffixes.index("isa") + 1
         return [*shared[:after], MARKED, *shared[after:]]
+
+
+class Marked(NVVM):
+    name = "marked"
+    Codegen = MarkedCodegen
 
 
 register(Marked())

@@ -56,7 +56,8 @@ def key(compile_, loaded, jobs, source):
         [[module.name, module.text, module.handler, [attr.text for attr in module.targets]] for module in loaded.modules],
         [[job.id, job.module.name, job.stem, job.symbol, [stage.context(compile_, job) for stage in stages.for_target(job.target, options.format)]]
          for job in jobs],
-        [[name, [toolchain.identity(tool) for tool in target.tools(options)]] for name, target in sorted(targets.items())])
+        [[name, [toolchain.identity(tool) for tool in target.toolchain.tools(options)]]
+         for name, target in sorted(targets.items())])
 
 
 def pack(jobs, payloads, embedded, absent, object_bytes, host):

@@ -123,7 +123,7 @@ def _run_stage(compile_, job, stage, given):
         raise exc.located(job.source, job.module.line)
     except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
         raise CompileError(f"{where}: {exc}", file=job.source, line=job.module.line,
-                           fix=job.target.failure_fix(str(exc))) from exc
+                           fix=job.target.codegen.failure_fix(str(exc))) from exc
     compile_.timed(stage.suffix, started)
     return output
 
