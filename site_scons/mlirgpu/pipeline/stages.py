@@ -18,9 +18,8 @@ are: only what it needs, internalized; its own functions keep the source's linka
 The same table drives the pipeline (mlirgpu.pipeline.driver), the dump names (mlirgpu.pipeline.planning, which the SCons emitter
 and `list-outputs` use), the docs and the tests, so they cannot drift. A target may add stages of its own
 (codegen.stages; tests/marked_target.py adds a dump after `isa`): its jobs, dumps and cache keys then follow
-its list (for_target). Targets own what differs (mlirgpu.targets):
-the stages only call their hooks. The LLVM work is imported when a stage runs (in a worker), so reading the table
-costs a build tool nothing.
+its list (for_target). Targets own what differs (mlirgpu.targets): the stages only call their hooks. The LLVM
+work is imported when a stage runs (in a worker), so reading the table costs a build tool nothing.
 
 Each stage also says what, besides its input, shapes its output (`context`: the stage cache's key is the input's
 hash and these), and how its output is stored (`save`) and read back (`restore`) by the stage cache.
@@ -133,8 +132,8 @@ def _link_context(compile_, job):
     the link stage runs to say so instead of being restored from a compile that named none (as upstream's
     gpu-module-to-binary fails on a missing `l=` library whatever its cache)."""
     named = job.target.codegen.user_libraries(job.attr, compile_.options.link_libs)
-    return machine_context(compile_, job) + [[path, toolchain.file_digest(path)]
-                                      for path in job.target.codegen.library_inputs(job, compile_.options)] + \
+    inputs = job.target.codegen.library_inputs(job, compile_.options)
+    return machine_context(compile_, job) + [[path, toolchain.file_digest(path)] for path in inputs] + \
         [[path, None] for path in named if path and not os.path.isfile(path)]
 
 
