@@ -83,12 +83,7 @@ def test_host_code_still_goes_through_llvm(tmp_path, monkeypatch):
     assert made == [1]
 
 
-class _Nvvm:
-    name, vendor_section = "nvvm", nvvm.NVVM.vendor_section
-
-
-class _Rocdl:
-    name, vendor_section = "rocdl", rocdl.ROCDL.vendor_section
+_Nvvm, _Rocdl = nvvm.NVVM(), rocdl.ROCDL()  # embedding reads a target's name and its outputs role's vendor section
 
 
 def random_binaries(rng, count):

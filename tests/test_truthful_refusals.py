@@ -139,7 +139,7 @@ def test_cf_assert_fails_as_upstream_fails_with_the_line_and_the_target_that_tak
     source = os.path.join(REFUSALS, "device_cf_assert.mlir")
     chip = TARGETS[target].default_chip
     upstream = subprocess.run([toolchain.llvm_tool("mlir-opt"), source,
-                               f"--pass-pipeline={TARGETS[target].lowering_pipeline([chip], '', 2)}"],
+                               f"--pass-pipeline={TARGETS[target].lowering.lowering_pipeline([chip], '', 2)}"],
                               capture_output=True, text=True)
     assert upstream.returncode != 0  # upstream's lowering refuses it too
     run = compile_(source, "--target", target, cwd=tmp_path)

@@ -93,13 +93,19 @@ def _read(path):
 
 
 @pytest.mark.parametrize("path,target,chip,level,opts,libs", list(_cases()))
-def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root, monkeypatch):
-    toolkit = {"nvvm": cuda_root, "rocdl": rocm_root}.get(target, "")
+def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_root, rocm_root):
+    assert_matches_upstream(path, target, chip, level, opts, libs, tmp_path,
+                            {"nvvm": cuda_root, "rocdl": rocm_root}.get(target, ""))
+
+
+def assert_matches_upstream(path, target, chip, level, opts, libs, tmp_path, toolkit, ours=None):
+    """One case of the harness: upstream's `target` against our compile, by `ours` where given (a registered
+    target reusing `target`'s code generation, as tests/marked_target.py does) for a target-neutral file."""
     source = instantiate(path, tmp_path / os.path.basename(path), chip, level)
     libs = tuple(lib.replace("@DATA@", corpus_data()) for lib in libs)
     neutral = path.endswith(".neutral.mlir")
     ours_format = OURS_FORMAT[target]
-    options = CompileOptions(format=ours_format, toolkit=toolkit, target=target if neutral else "",
+    options = CompileOptions(format=ours_format, toolkit=toolkit, target=(ours or target) if neutral else "",
                              chip=chip if neutral else "", opt_level=level if neutral else None, opts=opts,
                              link_libs=libs)
     pipeline = _pipeline(target, chip, level) if neutral else None
@@ -109,9 +115,9 @@ def test_matches_upstream(path, target, chip, level, opts, libs, tmp_path, cuda_
     upstream_ir = oracle.upstream_objects(source, "llvm", toolkit, pipeline, opts=opts, libs=libs)
     suffix = SUFFIX[target]
     for backend in BACKENDS:  # each LLVM build forced for the ISA stage (mlirgpu.llvm.backend)
-        monkeypatch.setenv("MLIRGPU_LLVM_BACKEND", backend)
         dumps = tmp_path / f"dumps-{backend}"
-        result = compile_file(source, dataclasses.replace(options, dump_dir=str(dumps)))
+        result = compile_file(source, dataclasses.replace(options, dump_dir=str(dumps)),
+                              dict(os.environ, MLIRGPU_LLVM_BACKEND=backend))
         stems = [job.stem for job in result.jobs]
         for fmt, upstream in upstream_code.items():
             assert len(upstream) == len(stems), f"{fmt}: upstream made {len(upstream)} objects, we {len(stems)}"

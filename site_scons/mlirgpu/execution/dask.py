@@ -135,7 +135,7 @@ def compile_remote(url, source, output, options):
 
     toolkit_of = ""
     if options.toolkit:  # the worker uses its own toolkit of the same target, proved the same by the fingerprint
-        owners = [target.name for target in TARGETS.values() if target.owns_toolkit(options.toolkit)]
+        owners = [target.name for target in TARGETS.values() if target.toolchain.owns_toolkit(options.toolkit)]
         if len(owners) != 1:
             return None  # a folder no single target claims: only this machine knows what it means
         toolkit_of = owners[0]

@@ -31,7 +31,7 @@ def toolchain_files(toolkit=""):
     files = toolchain.found(*(lambda name=name: toolchain.llvm_tool(name) for name in ("mlir-opt", "mlir-translate")))
     for target in TARGETS.values():
         with contextlib.suppress(CompileError):
-            files += target.tools(options) + target.device_libraries(options)
+            files += target.toolchain.tools(options) + target.toolchain.device_libraries(options)
     return [path for path in files if path]
 
 
@@ -51,7 +51,7 @@ def own_toolkit(kind):
     from ..compile_options import CompileOptions
     from ..targets import TARGETS
 
-    return TARGETS[kind].toolkit(CompileOptions()) or ""
+    return TARGETS[kind].toolchain.toolkit(CompileOptions()) or ""
 
 
 def worker_fingerprint():

@@ -112,7 +112,7 @@ class LLVMWorker:
         message = f"{what}: LLVM crashed ({reason})" + (f": {tail}" if tail else "")
         from ..targets import TARGETS  # only here: a crash is rare, and the worker's start-up stays small
 
-        known = next((fix for target in TARGETS.values() if (fix := target.failure_fix(tail))), None)
+        known = next((fix for target in TARGETS.values() if (fix := target.codegen.failure_fix(tail))), None)
         return WorkerCrashed(message,
                              fix=known or "this input makes LLVM abort; see the message, or report it upstream")
 

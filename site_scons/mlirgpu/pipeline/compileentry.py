@@ -48,16 +48,16 @@ def key(compile_, loaded, jobs, source):
     """The entry's key for the compile of `loaded` (its modules as they will be translated) planned as `jobs`."""
     options = compile_.options
     chosen = {name: value for name, value in dataclasses.asdict(options).items() if name not in _WHERE_OUTPUTS_GO}
-    chain = stages.for_format(options.format)
     targets = {job.target.name: job.target for job in jobs}
     return stagecache.key(
         "compile", LAYOUT, __version__, toolchain.llvmlite_identity(),
         toolchain.identity(toolchain.llvm_tool("mlir-translate")), os.path.basename(source), chosen,
         loaded.container,
         [[module.name, module.text, module.handler, [attr.text for attr in module.targets]] for module in loaded.modules],
-        [[job.id, job.module.name, job.stem, job.symbol, [stage.context(compile_, job) for stage in chain]]
+        [[job.id, job.module.name, job.stem, job.symbol, [stage.context(compile_, job) for stage in stages.for_target(job.target, options.format)]]
          for job in jobs],
-        [[name, [toolchain.identity(tool) for tool in target.tools(options)]] for name, target in sorted(targets.items())])
+        [[name, [toolchain.identity(tool) for tool in target.toolchain.tools(options)]]
+         for name, target in sorted(targets.items())])
 
 
 def pack(jobs, payloads, embedded, absent, object_bytes, host):
@@ -82,13 +82,13 @@ def unpack(payload, jobs, fmt):
     try:
         named = stagecache.unpack(payload)
         meta = json.loads(named["meta"])
-        suffixes = sorted(stage.suffix for stage in stages.for_format(fmt))
-        if meta["jobs"] != [[job.id, suffixes] for job in jobs]:
+        suffixes = [sorted(stage.suffix for stage in stages.for_target(job.target, fmt)) for job in jobs]
+        if meta["jobs"] != [[job.id, mine] for job, mine in zip(jobs, suffixes)]:
             return None
         targets = {job.target.name: job.target for job in jobs}
         embedded = [Embedded(name, module, targets[target], tuple(chips), form, named[f"embedded{index}"])
                     for index, (name, module, target, chips, form) in enumerate(meta["embedded"])]
-        return Entry([{suffix: named[f"job{index}.{suffix}"] for suffix in suffixes} for index in range(len(jobs))],
+        return Entry([{suffix: named[f"job{index}.{suffix}"] for suffix in mine} for index, mine in enumerate(suffixes)],
                      embedded, list(meta["absent"]), named["object"],
                      named["host"].decode("utf-8") if meta["host"] else None)
     except (KeyError, ValueError, TypeError, struct.error):

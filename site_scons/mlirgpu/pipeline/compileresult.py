@@ -45,9 +45,10 @@ def compile_dependencies(compile_, jobs, serialized=True):
     tools.update(toolchain.found(*(lambda name=name: toolchain.llvm_tool(name)
                                    for name in ("mlir-opt", "mlir-translate"))))  # a missing one is no input
     for job in jobs:
-        libraries.update(path for path in job.target.library_inputs(job, compile_.options) if os.path.isfile(path))
+        libraries.update(path for path in job.target.codegen.library_inputs(job, compile_.options)
+                         if os.path.isfile(path))
         if serialized:
-            tools.update(job.target.tools(compile_.options))
+            tools.update(job.target.toolchain.tools(compile_.options))
     if serialized and jobs:
         tools.update(backend.tools())
     return sorted(libraries) + sorted(tools)

@@ -148,7 +148,7 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator, compile_.warn)
     timings["translate"] = time.perf_counter() - started
     absent = [module.name for module in loaded.modules
-              if not any(attr.target.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
+              if not any(attr.target.codegen.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)
     outputs = jobrunner.run_jobs(compile_, jobs, llvm_irs, dumps)
     for job in jobs:
@@ -231,12 +231,12 @@ def _check_layout(source, jobs, options):
     if source.has_host_code:
         raise CompileError("the vendor layout is for objects without host code (MLIR's launch glue loads its own "
                            "binaries)", file=source.path, fix=f"use {hint('layout', 'plain')} for this file")
-    plain = sorted({job.target.name for job in jobs if job.target.vendor_section is None})
+    plain = sorted({job.target.name for job in jobs if job.target.outputs.vendor_section is None})
     if plain:
         raise CompileError(f"target {plain[0]} has no vendor layout", file=source.path,
                            fix=f"use {hint('layout', 'plain')}")
     if options.section:
-        vendors = sorted({job.target.vendor_section for job in jobs}, key=lambda vendor: vendor.section)
+        vendors = sorted({job.target.outputs.vendor_section for job in jobs}, key=lambda vendor: vendor.section)
         return [CompileWarning(f"section '{options.section}' overrides the vendor sections: "
                                f"{' and '.join(v.readers for v in vendors)} look only in "
                                f"{' / '.join(v.section for v in vendors)} and will not find this code",

@@ -72,7 +72,7 @@ def registry_fields(item, source_name, section):
 
 def placement(item, layout, section):
     """Where a binary goes: (section, alignment, the target's VendorSection when the vendor layout wraps it)."""
-    vendor = item.target.vendor_section if layout == "vendor" else None
+    vendor = item.target.outputs.vendor_section if layout == "vendor" else None
     return section_for(item, layout, section), vendor.alignment if vendor and not section else 8, vendor
 
 
@@ -80,7 +80,7 @@ def section_for(item, layout, section):
     if section:
         return section
     if layout == "vendor":
-        return item.target.vendor_section.section
+        return item.target.outputs.vendor_section.section
     return ".rodata"
 
 

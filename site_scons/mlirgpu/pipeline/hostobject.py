@@ -24,8 +24,8 @@ def _job_bytes(job, output, fmt):
     """What upstream embeds for one job: the target's assembly object plus the NUL SelectObject adds, or the
     target's binary for the format."""
     if fmt == "isa":
-        return job.target.assembly_object(output.assembly.text) + b"\0"
-    return output.binaries[job.target.binary_suffixes(fmt)[-1]]
+        return job.target.outputs.assembly_object(output.assembly.text) + b"\0"
+    return output.binaries[job.target.outputs.binary_suffixes(fmt)[-1]]
 
 
 def embeddings(compile_, source, jobs, outputs, dumps):
@@ -39,13 +39,13 @@ def embeddings(compile_, source, jobs, outputs, dumps):
         if container:
             target = mjobs[0].target
             started = time.perf_counter()
-            data = target.combine(mjobs, [outputs[job.id].binaries for job in mjobs],
+            data = target.outputs.combine(mjobs, [outputs[job.id].binaries for job in mjobs],
                                   [outputs[job.id].assembly for job in mjobs], options, compile_.scratch)
             compile_.timed("combine", started)
             if dumps:
                 dumps.write(container_dump(module.name, container), data)
             embedded.append(Embedded(options.symbol_prefix + c_name(module.name), module.name, target,
-                                     tuple(job.chip for job in mjobs), target.embeds_fat_as, data))
+                                     tuple(job.chip for job in mjobs), target.outputs.embeds_fat_as, data))
             continue
         if source.has_host_code:  # as upstream's #gpu.select_object: one target's object per module
             index = _selected_index(module)
@@ -53,7 +53,7 @@ def embeddings(compile_, source, jobs, outputs, dumps):
         for job in mjobs:
             name = options.symbol_prefix + (c_name(module.name) if source.has_host_code else job.symbol)
             embedded.append(Embedded(name, module.name, job.target, (job.chip,),
-                                     job.target.embedded_format(options.format),
+                                     job.target.outputs.embedded_format(options.format),
                                      _job_bytes(job, outputs[job.id], options.format)))
     return embedded
 
@@ -68,7 +68,7 @@ def _gpu_binary(module, jobs, outputs, options):
     kind = {"isa": "assembly = ", "bin": "bin = ", "fatbin": ""}[options.format]
     objects = []
     for job in jobs:
-        entries = dict(job.target.object_properties(job, options.format))
+        entries = dict(job.target.outputs.object_properties(job, options.format))
         if options.section:  # upstream 22.1.8 records it for one target only; we honour it for every target
             entries["section"] = f'"{options.section}"'
         properties = ("properties = {" + ", ".join(f"{k} = {v}" for k, v in sorted(entries.items())) + "}, "

@@ -103,7 +103,7 @@ def _refuse_cycle(source, jobs, files, options):
     """A library that links one of its own files (through -l or link = [...]) links itself: a cycle."""
     own = {os.path.realpath(path) for path, _target, _chip in files}
     for job in jobs:
-        for path in job.target.user_libraries(job.attr, options.link_libs):
+        for path in job.target.codegen.user_libraries(job.attr, options.link_libs):
             if os.path.realpath(path) in own:
                 raise CompileError(f"the library links its own output {path} (a cycle)", file=source,
                                    line=job.module.line, fix="remove it from the -l / link = [...] libraries")

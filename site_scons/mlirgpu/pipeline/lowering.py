@@ -46,7 +46,7 @@ class Pipeline:
 
     def attaches(self):
         """(target, options, index) of each attach pass of the pipeline, in order."""
-        by_pass = {target.attach_pass: target for target in TARGETS.values() if target.attach_pass}
+        by_pass = {target.lowering.attach_pass: target for target in TARGETS.values() if target.lowering.attach_pass}
         for index, element in enumerate(self.before):
             name, values = passtext.element(element)
             if name in by_pass:
@@ -254,10 +254,11 @@ def _check_chips(pipeline, options, source):
         if not chip or (number == 0 and options.chip):
             continue
         try:
-            target.check_chip(chip)
+            target.checks.check_chip(chip)
         except CompileError as exc:
             which = f"attach pass {number + 1} of {len(attaches)}, " if len(attaches) > 1 else ""
-            raise CompileError(f"the lowering pipeline's {which}{target.attach_pass}{{chip={chip}}}: {exc.message}",
+            raise CompileError(f"the lowering pipeline's {which}{target.lowering.attach_pass}{{chip={chip}}}: "
+                               f"{exc.message}",
                                file=source, fix=exc.fix and f"in that pass's chip=, {exc.fix}") from None
 
 

@@ -1,7 +1,7 @@
 """The fixes for a `--lowering` mlir-opt cannot read, in the terms of the pipeline the user gave: an option a pass
 does not have is named with its pass and the option that pass takes instead (`arch` is `cubin-chip` for
 upstream's named pipeline, `chipset` for a gpu-to-<target> conversion), and an example pipeline is one for the
-target the pipeline (or else the file) is written for (Target.example_lowering), not always the same vendor's."""
+target the pipeline (or else the file) is written for (lowering.example_lowering), not always the same vendor's."""
 import difflib
 import re
 
@@ -46,7 +46,7 @@ def example_fix(text, source=None):
         return ("give passes and pipelines mlir-opt 22 registers (`mlir-opt --help` lists them), as a pass pipeline "
                 f"({hint('lowering', 'name{options}, ...')}) or a RUN line's flags (-name=\"options\")")
     return (f"give a pass pipeline mlir-opt 22 registers, e.g. for {target.name} "
-            f"{hint('lowering', target.example_lowering())}, or "
+            f"{hint('lowering', target.lowering.example_lowering())}, or "
             "a RUN line's flags (-name=\"options\")")
 
 

@@ -65,7 +65,7 @@ def check_options(source, options, environment=None):
     except CompileError as exc:
         raise exc.located(source) from None
     if options.target and not options.chip:
-        options = replace(options, chip=TARGETS[options.target].default_build_chip(options, environment))
+        options = replace(options, chip=TARGETS[options.target].lowering.default_build_chip(options, environment))
     return CheckedOptions(**options.__dict__)
 
 
@@ -101,7 +101,7 @@ def tool_identities(options, environment=None):
 
     tools = toolchain.found(*(lambda name=name: toolchain.llvm_tool(name, environment)
                               for name in ("mlir-opt", "mlir-translate")))
-    tools += [path for target in TARGETS.values() for path in target.tools(options, environment)]
+    tools += [path for target in TARGETS.values() for path in target.toolchain.tools(options, environment)]
     paths = {}  # base name -> the first tool of that name
     for path in tools:
         paths.setdefault(os.path.basename(path), path)
@@ -136,12 +136,12 @@ def plan(modules, source, options):
         if not module.targets:
             raise missing_target(source, module.name, module.line)
         for attr, (stem, symbol) in zip(module.targets, job_names(module.name, module.targets)):
-            problem = attr.target.parameter_problem(attr.params)
+            problem = attr.target.checks.parameter_problem(attr.params)
             if problem:
                 raise CompileError(f"{problem} in {attr.text}", file=source, line=module.line,
                                    fix="write the parameter as MLIR's target attribute defines it")
             try:
-                attr.target.check_chip(attr.chip)
+                attr.target.checks.check_chip(attr.chip)
             except CompileError as exc:
                 raise exc.located(source, module.line)
             # File names may be told apart by case only on some systems, and the header's macros are upper case.
@@ -163,7 +163,7 @@ def fat_container(attrs, options, host_code):
     targets = {attr.target for attr in attrs}
     if host_code or len(targets) != 1:
         return None
-    return targets.pop().fat_container(len(attrs), options)
+    return targets.pop().outputs.fat_container(len(attrs), options)
 
 
 def container_dump(module_name, container):

@@ -76,7 +76,7 @@ def linked_libraries(job, options):
     attribute's link = [...] files, those for its target and chip): each one's path and sha256 (null when it
     could not be read), so the CI manifest names what each kernel linked and which build of it."""
     linked = []
-    for path in job.target.user_libraries(job.attr, options.link_libs):
+    for path in job.target.codegen.user_libraries(job.attr, options.link_libs):
         try:
             with open(path, "rb") as handle:
                 digest = hashlib.sha256(handle.read()).hexdigest()

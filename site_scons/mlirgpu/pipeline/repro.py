@@ -44,10 +44,10 @@ def _folder(options):
 
 def commands(job, options):
     """[{"stage", "argv", "exact"}] for one job, in stage order."""
-    cpu, features = job.target.machine_cpu(job.attr)
+    cpu, features = job.target.codegen.machine_cpu(job.attr)
     machine = ([f"-mcpu={cpu}"] if cpu else []) + ([f"-mattr={features}"] if features else [])
     name = lambda suffix: _name(options, job, suffix)  # noqa: E731
-    libraries = [_operand(path) for path in job.target.library_inputs(job, options)]
+    libraries = [_operand(path) for path in job.target.codegen.library_inputs(job, options)]
     found = [
         {"stage": "linked.ll", "exact": False,
          "argv": [toolchain.command("llvm-link"), "-S", "--only-needed", "--internalize", name("initial.ll"),
@@ -61,7 +61,7 @@ def commands(job, options):
     ]
     if options.format != "isa":
         found += [{"stage": "binary", "exact": True, "argv": argv}
-                  for argv, _what, _fix in job.target.binary_commands(job, options, _folder(options))]
+                  for argv, _what, _fix in job.target.codegen.binary_commands(job, options, _folder(options))]
     return found
 
 
@@ -75,7 +75,7 @@ def container_commands(modules, jobs, options, host_code):
         if container:
             name = options.dump_prefix + container_dump(module.name, container)
             found[module.name] = [{"stage": "combine", "exact": True, "argv": argv} for argv, _what, _fix
-                                  in mjobs[0].target.combine_commands(mjobs, options, _folder(options), name)]
+                                  in mjobs[0].target.outputs.combine_commands(mjobs, options, _folder(options), name)]
     return found
 
 

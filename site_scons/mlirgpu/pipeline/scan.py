@@ -221,7 +221,7 @@ def _children(st, region, depth, aliases, plain_top, parts):
     direct = (only_targeted_modules and bool(modules) and not host
               and not any(masked.find("llvm.di_", *segment) >= 0 for segment in st.segments())
               and len({module.name for module in modules}) == len(modules)
-              and all(attr.target.parameter_problem(attr.params) is None
+              and all(attr.target.checks.parameter_problem(attr.params) is None
                       for module in modules for attr in module.targets))
     prelude_start, prelude_end, suffix_start = parts
     return Scan(tuple(modules), lowering, host, direct, prelude_end, suffix_start, prelude_start)
@@ -363,13 +363,13 @@ def predicted_libraries(path, options, environment=None):
         modules = _with_build_targets(scan.modules, options) or scan.modules
         for module, original in zip(modules, scan.modules):
             for attr in module.targets:
-                found.update(attr.target.predicted_libraries(attr, module.symbols, module.ops, not original.targets,
-                                                             options, environment))
+                found.update(attr.target.codegen.predicted_libraries(attr, module.symbols, module.ops,
+                                                                     not original.targets, options, environment))
     except (Unreadable, UnicodeDecodeError, OSError):
         everything = frozenset(("__ocml_", "__ockl_", "printf", "__atomic_work_item_fence"))
         for target in TARGETS.values():
             attr = TargetAttr(target, "", {})
-            found.update(target.predicted_libraries(attr, everything, frozenset(), True, options, environment))
+            found.update(target.codegen.predicted_libraries(attr, everything, frozenset(), True, options, environment))
     return sorted(found)
 
 

@@ -94,25 +94,25 @@ def lower(path, target, chips, features, opt_level, options=None, host=False):
         bare = [module.name for module in split(text, path) if not module.targets]
         if not bare:
             return text, host_text
-        attach = target.attach_pipeline(chips, features, opt_level, modules=lowering.only_modules(bare))
+        attach = target.lowering.attach_pipeline(chips, features, opt_level, modules=lowering.only_modules(bare))
         return run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={attach}", *args], path, what, text=text), host_text
     try:
-        return run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={target.lowering_pipeline(chips, features, opt_level)}",
-                                          *args], path, what), None
+        pipeline = target.lowering.lowering_pipeline(chips, features, opt_level)
+        return run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={pipeline}", *args], path, what), None
     except CompileError as exc:
         failed = re.search(r"failed to legalize operation '([\w.]+)'", exc.message)
         if failed:
             op = failed.group(1)
             if op == "gpu.subgroup_reduce":
-                suggested = target.lowering_pipeline(chips, features, opt_level, before_all=_SUBGROUP)
+                suggested = target.lowering.lowering_pipeline(chips, features, opt_level, before_all=_SUBGROUP)
             elif op.split(".")[0] in ("tensor", "linalg", "bufferization"):
-                suggested = target.lowering_pipeline(chips, features, opt_level, before_all=_BUFFERIZE)
+                suggested = target.lowering.lowering_pipeline(chips, features, opt_level, before_all=_BUFFERIZE)
             else:
                 suggested = None
-            exc.fix = (target.lowering_fix(op, "") or
+            exc.fix = (target.lowering.lowering_fix(op, "") or
                        (f"lower it with your own pipeline: {hint('lowering', suggested)}" if suggested else _OWN_PIPELINE))
-        elif exc.line and not target.lowers_cf_assert and "cf.assert" in _source_line(path, exc.line):
-            takers = [each.name for each in TARGETS.values() if each.lowers_cf_assert]
+        elif exc.line and not target.lowering.lowers_cf_assert and "cf.assert" in _source_line(path, exc.line):
+            takers = [each.name for each in TARGETS.values() if each.lowering.lowers_cf_assert]
             exc.fix = (f"MLIR 22 lowers cf.assert for {', '.join(takers)} only (upstream's lowering for "
                        f"{target.name} fails the same way): remove it from the kernel, or build it for "
                        f"{hint('target', takers[0])}")
@@ -137,7 +137,7 @@ def check_lowerable(modules, target, path, chips, features, opt_level):
     """Raise for the first op of a target-less module in a dialect the built-in lowering takes only after some
     passes (a target's `dialect_passes`), naming the dialect and a `--lowering` that takes it (the built-in one
     with those passes first); or the targets that take it at all."""
-    known = {dialect for each in TARGETS.values() for dialect in each.dialect_passes}
+    known = {dialect for each in TARGETS.values() for dialect in each.lowering.dialect_passes}
     for module in modules:
         if module.targets:
             continue
@@ -148,12 +148,13 @@ def check_lowerable(modules, target, path, chips, features, opt_level):
             op, line = f"{dialect}.{match.group(2)}", _op_line(module.text, match) or module.line
             where = f"gpu.module @{module.name} holds '{op}' ({dialect} dialect), which the built-in lowering for " \
                     f"{target.name} does not take"
-            if dialect not in target.dialect_passes:
-                takers = [each.name for each in TARGETS.values() if dialect in each.dialect_passes]
+            if dialect not in target.lowering.dialect_passes:
+                takers = [each.name for each in TARGETS.values() if dialect in each.lowering.dialect_passes]
                 raise CompileError(where, file=path, line=line, fix=f"the {dialect} dialect is for "
                                    f"{', '.join(takers)} only: set {hint('target', takers[0])}")
-            before = _BUFFERIZE if dialect == "linalg" and "tensor<" in module.text else target.dialect_passes[dialect]
-            suggested = target.lowering_pipeline(chips, features, opt_level, before_all=before)
+            before = _BUFFERIZE if dialect == "linalg" and "tensor<" in module.text else \
+                target.lowering.dialect_passes[dialect]
+            suggested = target.lowering.lowering_pipeline(chips, features, opt_level, before_all=before)
             raise CompileError(where, file=path, line=line, fix=f"lower it with {hint('lowering', suggested)}")
 
 
@@ -176,7 +177,7 @@ def check_lowered(modules, target, path):
         raise CompileError(f"the built-in lowering for {target.name} left '{op}' in gpu.module @{module.name}, "
                            "which cannot be translated to LLVM IR", file=path,
                            line=int(locations[-1]) if locations else module.line,
-                           fix=target.lowering_fix(op, line_text) or _OWN_PIPELINE)
+                           fix=target.lowering.lowering_fix(op, line_text) or _OWN_PIPELINE)
 
 
 # `gpu.launch` in host code (kernel outlining), not `gpu.launch_func`
@@ -404,7 +405,7 @@ def load(path, options, scanned=None):
         chips = [chip for chip in (options.chip or target.default_chip).split(",") if chip]
         for chip in chips:
             try:
-                target.check_chip(chip)
+                target.checks.check_chip(chip)
             except CompileError as exc:
                 raise exc.located(path)
         opt_level = target.default_opt_level if options.opt_level is None else options.opt_level
@@ -413,7 +414,7 @@ def load(path, options, scanned=None):
         lowered, host = lower(path, target, chips, options.features, opt_level, options,
                               host=bool(serializing) and options.host_code == "compile")
         used = lowering.canonical(options.lowering) if options.lowering else \
-            target.lowering_pipeline(chips, options.features, opt_level)[len("builtin.module(") : -1]
+            target.lowering.lowering_pipeline(chips, options.features, opt_level)[len("builtin.module(") : -1]
         original = {m.name: m for m in modules if m.targets}
         # Modules that had no target are the build target's jobs, whatever attribute it attaches; those that had
         # one keep it as written (the built-in attach would append one), or as a user's pipeline lowered them.

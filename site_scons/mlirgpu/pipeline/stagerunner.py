@@ -155,7 +155,7 @@ def _run_stage(compile_, job, stage, given):
         raise exc.located(job.source, job.module.line)
     except RuntimeError as exc:  # LLVM's diagnostics arrive as RuntimeErrors
         raise CompileError(f"{where}: {exc}", file=job.source, line=job.module.line,
-                           fix=job.target.failure_fix(str(exc))) from exc
+                           fix=job.target.codegen.failure_fix(str(exc))) from exc
     compile_.timed(stage.suffix, started)
     return output
 
@@ -200,14 +200,14 @@ def _run_stages(compile_, job, llvm_ir):
     or the last substitute (the stages hand each other LLVM modules, which the cache does not hold). A
     substituted stage is never cached; the stages after it are keyed by the substitute's bytes."""
     llvm_ir = stages.amend_translation(job, llvm_ir)
-    chain = stages.for_format(compile_.options.format, compile_.options.emit)
+    chain = stages.for_target(job.target, compile_.options.format, compile_.options.emit)
     cache = compile_.cache
     result = JobOutput(None, {})
     digest = hashlib.sha256(llvm_ir.encode("utf-8")).hexdigest()
     live = llvm_ir  # the in-memory input of the next stage; None when the previous stage came from the cache
     kernels = substitute.kernel_names(job, llvm_ir) if compile_.substitutes else []
-    loaders = {stage.suffix: _substitute_loader(compile_, job, stage, kernels) for stage in chain} \
-        if compile_.substitutes else {}
+    loaders = {stage.suffix: _substitute_loader(compile_, job, stage, kernels) for stage in chain
+               if stage.feeds_next} if compile_.substitutes else {}
     for index, stage in enumerate(chain):
         found = loaders.get(stage.suffix)
         started = time.time(), time.perf_counter()
@@ -224,14 +224,16 @@ def _run_stages(compile_, job, llvm_ir):
                 set(output) != set(stages.binary_dumps(job.target, compile_.options.format)):
             payload = output = None  # an entry no stage wrote, or of another layout: never half the dumps
         if payload is not None:
-            live, origin = None, "cached"
+            live, origin = live if not stage.feeds_next else None, "cached"
         else:
             if live is None:  # recompute this stage's input, from the translation or the last substitute
                 start = max((i for i, earlier in enumerate(chain[:index]) if loaders.get(earlier.suffix)), default=-1)
                 live = loaders[chain[start].suffix][1]() if start >= 0 else llvm_ir
                 for earlier in chain[start + 1:index]:
-                    live = _run_stage(compile_, job, earlier, live)
-            output = live = _run_stage(compile_, job, stage, live)
+                    if earlier.feeds_next:  # a stage that only writes its own dump is not needed for it
+                        live = _run_stage(compile_, job, earlier, live)
+            output = _run_stage(compile_, job, stage, live)
+            live = output if stage.feeds_next else live
             origin = "ran"
             if cache:
                 payload = stage.save(output)
@@ -240,7 +242,7 @@ def _run_stages(compile_, job, llvm_ir):
             output = live = found[1](output)
             origin = "substituted"
         if cache:
-            digest = hashlib.sha256(payload).hexdigest()
+            digest = hashlib.sha256(payload).hexdigest() if stage.feeds_next else digest
             compile_.job.payloads[stage.suffix] = payload
         _stage_output(compile_, result, job, stage, origin, output, payload, started, found and found[0])
     return result
@@ -252,7 +254,7 @@ def replay_job(compile_, job, payloads):
     output = JobOutput(None, {})
     log = compile_.job = _JobLog()
     try:
-        for stage in stages.for_format(compile_.options.format, compile_.options.emit):
+        for stage in stages.for_target(job.target, compile_.options.format, compile_.options.emit):
             started = time.time(), time.perf_counter()
             restored = stage.restore(payloads[stage.suffix])
             _stage_output(compile_, output, job, stage, "cached", restored, payloads[stage.suffix], started)

@@ -16,9 +16,10 @@ are: only what it needs, internalized; its own functions keep the source's linka
                 it is the compile's output (mlirgpu.pipeline.library)
 
 The same table drives the pipeline (mlirgpu.pipeline.driver), the dump names (mlirgpu.pipeline.planning, which the SCons emitter
-and `list-outputs` use), the docs and the tests, so they cannot drift. Targets own what differs (mlirgpu.targets):
-the stages only call their hooks. The LLVM work is imported when a stage runs (in a worker), so reading the table
-costs a build tool nothing.
+and `list-outputs` use), the docs and the tests, so they cannot drift. A target may add stages of its own
+(codegen.stages; tests/marked_target.py adds a dump after `isa`): its jobs, dumps and cache keys then follow
+its list (for_target). Targets own what differs (mlirgpu.targets): the stages only call their hooks. The LLVM
+work is imported when a stage runs (in a worker), so reading the table costs a build tool nothing.
 
 Each stage also says what, besides its input, shapes its output (`context`: the stage cache's key is the input's
 hash and these), and how its output is stored (`save`) and read back (`restore`) by the stage cache.
@@ -49,7 +50,7 @@ def amend_translation(job, llvm_ir):
     listed before it on the module, change the gpu.module before translating it (upstream changes it in place)."""
     targets = job.module.targets
     for earlier in targets[: targets.index(job.attr) + 1]:
-        llvm_ir = earlier.target.edit_translation(job.module, llvm_ir)
+        llvm_ir = earlier.target.codegen.edit_translation(job.module, llvm_ir)
     return llvm_ir
 
 
@@ -57,15 +58,15 @@ def _initial(compile_, job, llvm_ir):
     from ..llvm import ops as llvm_ops
 
     attr = job.attr
-    cpu, features = job.target.machine_cpu(attr)
+    cpu, features = job.target.codegen.machine_cpu(attr)
     return llvm_ops.parse(llvm_ir, attr.triple, cpu, features, attr.opt_level)
 
 
 def _linked(compile_, job, module):
     from ..llvm import ops as llvm_ops
 
-    job.target.pre_link(job, module)
-    libraries = job.target.libraries(job, module, compile_.options)
+    job.target.codegen.handle_module_pre_link(job, module)
+    libraries = job.target.codegen.load_bitcode_files(job, module, compile_.options)
     for library in libraries:
         if not os.path.isfile(library.path):
             problem = "is not a regular file" if os.path.exists(library.path) else "does not exist"
@@ -78,7 +79,7 @@ def _linked(compile_, job, module):
     if compile_.options.emit != LIBRARY and compile_.options.format != "isa":
         # A `func.func private` declaration lowers to a wrapper calling `_mlir_ciface_<name>`: named as written.
         missing = [name[len(_C_INTERFACE):] if name.startswith(_C_INTERFACE) else name
-                   for name in llvm_ops.undefined_uses(linked, job.target.provided_elsewhere)]
+                   for name in llvm_ops.undefined_uses(linked, job.target.codegen.provided_elsewhere)]
         if missing:
             raise CompileError(f"module @{job.module.name} calls @{missing[0]}, which no linked library defines"
                                + (f" (nor {', '.join('@' + name for name in missing[1:])})" if missing[1:] else ""),
@@ -92,19 +93,15 @@ _C_INTERFACE = "_mlir_ciface_"
 
 
 def _opt(compile_, job, module):
-    from ..llvm import ops as llvm_ops
-
-    return llvm_ops.optimize(module, job.opt_level)
+    return job.target.codegen.optimize_module(job, module)
 
 
 def _isa(compile_, job, module):
-    cpu, features = job.target.machine_cpu(job.attr)
-    return Assembly(llvm_backend.emit_assembly(module, job.opt_level, cpu, features, job.target.isolated_codegen),
-                    module)
+    return Assembly(job.target.codegen.translate_to_isa(job, module), module)
 
 
 def _binary(compile_, job, assembly):
-    return job.target.serialize(job, assembly, compile_.options, compile_.scratch)
+    return job.target.codegen.module_to_object(job, assembly, compile_.options, compile_.scratch)
 
 
 def _bitcode(compile_, job, module):
@@ -122,8 +119,9 @@ def _bitcode(compile_, job, module):
 OUTPUT_LAYOUT = 2
 
 
-def _machine(compile_, job):
-    cpu, features = job.target.machine_cpu(job.attr)
+def machine_context(compile_, job):
+    """What shapes every stage's output besides its input (a target's own stage starts its context with it)."""
+    cpu, features = job.target.codegen.machine_cpu(job.attr)
     return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), llvm_backend.identity(), job.target.name,
             job.attr.text, job.chip, job.opt_level, job.attr.triple, cpu, features]
 
@@ -133,17 +131,17 @@ def _link_context(compile_, job):
     module, which is the input), in its order; and each library the build names for it that is not a file, so
     the link stage runs to say so instead of being restored from a compile that named none (as upstream's
     gpu-module-to-binary fails on a missing `l=` library whatever its cache)."""
-    named = job.target.user_libraries(job.attr, compile_.options.link_libs)
-    return _machine(compile_, job) + [[path, toolchain.file_digest(path)]
-                                      for path in job.target.library_inputs(job, compile_.options)] + \
+    named = job.target.codegen.user_libraries(job.attr, compile_.options.link_libs)
+    inputs = job.target.codegen.library_inputs(job, compile_.options)
+    return machine_context(compile_, job) + [[path, toolchain.file_digest(path)] for path in inputs] + \
         [[path, None] for path in named if path and not os.path.isfile(path)]
 
 
 def _binary_context(compile_, job):
     """The format, the serializer's options and the identities of its tools."""
     options = compile_.options
-    return _machine(compile_, job) + [options.format, options.opts] + \
-        [toolchain.identity(tool) for tool in job.target.tools(options)]
+    return machine_context(compile_, job) + [options.format, options.opts] + \
+        [toolchain.identity(tool) for tool in job.target.toolchain.tools(options)]
 
 
 def _save_text(output):
@@ -183,20 +181,23 @@ class Stage:
     save: object = _save_text  # output -> bytes, as the stage cache stores it (and its hash keys the next stage)
     restore: object = _restore_text  # bytes -> the output as later stages and dumps take it
     dumped: bool = True  # written into the dump folder (a library's bitcode is the compile's output instead)
+    # Whether the next stage takes this stage's output; False for a stage that only writes a dump of its own
+    # (a target's check or report): the next stage takes this one's input, and is keyed by that.
+    feeds_next: bool = True
 
 
 STAGES = (
-    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple", _machine),
+    Stage("initial.ll", _initial, "translateToLLVMIR, setDataLayoutAndTriple", machine_context),
     Stage("linked.ll", _linked, "handleModulePreLink, loadBitcodeFiles, linkFiles", _link_context),
-    Stage("opt.ll", _opt, "optimizeModule", _machine),
-    Stage("isa", _isa, "translateToISA", _machine, restore=_restore_assembly),
+    Stage("opt.ll", _opt, "optimizeModule", machine_context),
+    Stage("isa", _isa, "translateToISA", machine_context, restore=_restore_assembly),
     Stage("binary", _binary, "compileToBinary / moduleToObject", _binary_context, _save_binaries,
           _restore_binaries),
 )
 BINARY = "binary"
 LIBRARY = "library"  # the `emit` value of library compiles
-BITCODE = Stage("bc", _bitcode, "(a library: the linked module, as gpu-module-to-binary's l= files are)", _machine,
-                _same_bytes, _same_bytes, dumped=False)
+BITCODE = Stage("bc", _bitcode, "(a library: the linked module, as gpu-module-to-binary's l= files are)",
+                machine_context, _same_bytes, _same_bytes, dumped=False)
 
 
 def for_format(fmt, emit="object"):
@@ -207,15 +208,21 @@ def for_format(fmt, emit="object"):
     return [stage for stage in STAGES if stage.suffix != BINARY or fmt != "isa"]
 
 
+def for_target(target, fmt, emit="object"):
+    """The stages a job of `target` runs: the shared table's for the format (for_format), as the target's
+    `stages` hook returns them (with its own stages, where it adds some)."""
+    return list(target.codegen.stages(for_format(fmt, emit)))
+
+
 def binary_dumps(target, fmt):
     """The binary stage's files: the target's binaries for the format, and its tools' log where it keeps one."""
-    return list(target.binary_suffixes(fmt)) + (["log"] if target.keeps_tool_log else [])
+    return list(target.outputs.binary_suffixes(fmt)) + (["log"] if target.outputs.keeps_tool_log else [])
 
 
 def dump_suffixes(target, fmt, emit="object"):
     """The dump suffixes one job writes, in stage order."""
     suffixes = []
-    for stage in for_format(fmt, emit):
+    for stage in for_target(target, fmt, emit):
         if stage.dumped:
             suffixes += binary_dumps(target, fmt) if stage.suffix == BINARY else [stage.suffix]
     return suffixes

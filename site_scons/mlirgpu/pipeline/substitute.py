@@ -39,13 +39,13 @@ def names_for(job, stage_suffix, options):
     prefix = options.dump_prefix
     if stage_suffix != BINARY:
         return [(f"{prefix}{job.stem}.{stage_suffix}", None)]
-    embedded = job.target.binary_suffixes(options.format)
+    embedded = job.target.outputs.binary_suffixes(options.format)
     return [(f"{prefix}{job.stem}.{suffix}", suffix) for suffix in embedded]
 
 
 def kernel_names(job, llvm_ir):
     """The kernels the translated module defines (a substitute must keep every one)."""
-    convention = re.escape(job.target.kernel_convention)
+    convention = re.escape(job.target.codegen.kernel_convention)
     return re.findall(rf'^define (?:[\w\s]+ )?{convention} [^@]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(', llvm_ir, re.M)
 
 
@@ -80,16 +80,16 @@ def load_ir(job, path, kernels):
     if missing:
         _fail(path, f"kernel {missing[0]} of module @{job.module.name} is not defined in it",
               "keep every kernel of the module")
-    cpu, features = job.target.machine_cpu(attr)
+    cpu, features = job.target.codegen.machine_cpu(attr)
     return llvm_ops.parse(text, attr.triple, cpu, features, attr.opt_level)
 
 
 def load_isa(job, path, kernels):
     text = _read(path).decode("utf-8", "replace")
-    if not job.target.assembles_from_text:
+    if not job.target.outputs.assembles_from_text:
         _fail(path, f"{job.target.name} makes its binary from the optimized module, not from its ISA text",
               f"substitute {job.stem}.opt.ll instead")
-    chip = job.target.assembly_chip(text)
+    chip = job.target.outputs.assembly_chip(text)
     if chip != job.chip:
         _fail(path, f"it is ISA for {chip or 'no chip it names'}, the job's chip is {job.chip}",
               f"substitute the ISA of this job ({job.stem}.isa of its dumps)")
@@ -101,8 +101,8 @@ def load_isa(job, path, kernels):
 
 def load_binary(job, path, suffix, kernels, options):
     data = _read(path)
-    if suffix != job.target.binary_suffixes(options.format)[-1]:
-        embedded = job.target.binary_suffixes(options.format)[-1]
+    if suffix != job.target.outputs.binary_suffixes(options.format)[-1]:
+        embedded = job.target.outputs.binary_suffixes(options.format)[-1]
         _fail(path, f"the .{suffix} is not what this build embeds (the .{embedded})",
               f"substitute {job.stem}.{embedded}, or the .isa")
     if not data.startswith(_MAGIC.get(suffix, b"")):

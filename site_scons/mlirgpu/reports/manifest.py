@@ -53,7 +53,7 @@ def _kernels(job, dump_dir, options, toolkit, prefix, record_path):
     if target is None:
         raise CompileError(f"the record names target '{job['target']}', which is not registered", file=record_path,
                            fix="set MLIRGPU_TARGETS to the module that defines it")
-    return target.kernel_resources(job, os.path.join(dump_dir, f"{prefix}{job['stem']}.isa"), options, toolkit)
+    return target.outputs.kernel_resources(job, os.path.join(dump_dir, f"{prefix}{job['stem']}.isa"), options, toolkit)
 
 
 def _checked_sha256(path, record, name, record_path):

@@ -1,14 +1,16 @@
-"""The registry of GPU targets: every target difference lives in one module of this package (base.py lists the
-hooks). The CLI's choices, the SCons variable's values, the dump names, embedding and the reports all come from
-here; nothing outside this package names a target.
+"""The registry of GPU targets: every target difference lives in one module of this package (roles.py lists the
+hooks, one class per role; base.py the target that holds them). The CLI's choices, the SCons variable's values,
+the dump names, embedding and the reports all come from here; nothing outside this package names a target.
 
-Adding a target: a module with a `Target` subclass and one line in BUILT_IN below. A project can add its own
-without touching the package: name modules in `$MLIRGPU_TARGETS` (comma-separated, importable); each is imported
-with the registry (in every process of a build, workers included) and calls `register(...)`.
+Adding a target: a module with a `Target` subclass and its role classes, and one line in BUILT_IN below. A
+project can add its own without touching the package: name modules in `$MLIRGPU_TARGETS` (comma-separated,
+importable); each is imported with the registry (in every process of a build, workers included) and calls
+`register(...)`.
 """
 import importlib
 
-from .base import REGISTERED, Target, TargetAttr
+from .base import Target, TargetAttr
+from .roles import REGISTERED
 from .nvvm import NVVM
 from .rocdl import ROCDL
 from .xevm import XeVM

@@ -9,21 +9,15 @@ from ..util.cmdline import tokenize_cmd_options
 from ..errors import ToolMissing
 from ..util.naming import file_stem
 from ..compile_options import hint
-from .base import COMMON_PARAMETERS, Library, Target, VendorSection, existing, run_tool
+from .base import Target
+from .roles import (COMMON_PARAMETERS, Checks, Codegen, Library, Lowering, Outputs, Toolchain, VendorSection,
+                    existing, run_tool)
 
 
-class NVVM(Target):
-    name = "nvvm"
-    attribute = "nvvm.target"
-    attach_pass = "nvvm-attach-target"
-    dialect_passes = {**Target.dialect_passes, "nvgpu": "convert-nvgpu-to-nvvm, "}  # TMA, mbarrier, warpgroup ops
-    lowers_cf_assert = True  # to __assertfail
-    default_triple = "nvptx64-nvidia-cuda"
-    default_chip = "sm_50"
+class NVVMChecks(Checks):
+    """NVVM's attribute: features, verifyTarget, and ptxas-cmd-options among its flags."""
+
     parameters = {**COMMON_PARAMETERS, "features": str, "verifyTarget": bool}
-    kernel_convention = "ptx_kernel"
-    vendor_section = VendorSection(".nv_fatbin", ".nvFatBinSegment", 0x466243B1, 8, "cuobjdump")
-    embeds_fat_as = "fatbin"
 
     def parameter_problem(self, params):
         problem = super().parameter_problem(params)
@@ -32,26 +26,13 @@ class NVVM(Target):
             problem = 'flags "ptxas-cmd-options" must be an array of strings'
         return problem
 
-    def toolkit(self, options, environment=None):
-        return cuda.cuda_toolkit(options.toolkit, environment)
 
-    def assembly_chip(self, text):
-        match = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
-        return match.group(1) if match else None
+class NVVMLowering(Lowering):
+    """convert-gpu-to-nvvm, nvgpu's conversion, and the oldest chip the found ptxas takes."""
 
-    def device_libraries(self, options):
-        root = self.toolkit(options)
-        return [cuda.libdevice(root)] if root and cuda.libdevice(root) else []
-
-    def owns_toolkit(self, path):
-        return os.path.isfile(os.path.join(path, "bin", "ptxas"))
-
-    def failure_fix(self, message):
-        found = re.search(r"PTX version [\d.]+ does not support target '(\w+)'", message)
-        if found:
-            return (f"raise the PTX version for {found.group(1)}: {hint('features', '+ptx80')} "
-                    "(cubin-features=+ptx80 in gpu-lower-to-nvvm-pipeline, whose default is +ptx60)")
-        return None
+    attach_pass = "nvvm-attach-target"
+    dialect_passes = {**Lowering.dialect_passes, "nvgpu": "convert-nvgpu-to-nvvm, "}  # TMA, mbarrier, warpgroup ops
+    lowers_cf_assert = True  # to __assertfail
 
     def conversion_pass(self, chips):
         return "convert-gpu-to-nvvm"
@@ -62,31 +43,44 @@ class NVVM(Target):
 
     def default_build_chip(self, options, environment=None):
         """The oldest chip the found ptxas accepts (sm_75 for CUDA 13); upstream's sm_50 without a toolkit."""
-        root = self.toolkit(options, environment)
+        root = self.target.toolchain.toolkit(options, environment)
         ptxas = os.path.join(root, "bin", "ptxas") if root else ""
         chips = cuda.ptxas_chips(ptxas) if ptxas and os.path.isfile(ptxas) else []
-        return chips[0] if chips else self.default_chip
+        return chips[0] if chips else self.target.default_chip
+
+
+class NVVMCodegen(Codegen):
+    """libdevice linked whenever a toolkit is known; ptxas and fatbinary as the serializer."""
+
+    kernel_convention = "ptx_kernel"
+
+    def failure_fix(self, message):
+        found = re.search(r"PTX version [\d.]+ does not support target '(\w+)'", message)
+        if found:
+            return (f"raise the PTX version for {found.group(1)}: {hint('features', '+ptx80')} "
+                    "(cubin-features=+ptx80 in gpu-lower-to-nvvm-pipeline, whose default is +ptx60)")
+        return None
 
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """The attribute's link files and libdevice, which upstream links whenever a toolkit is known."""
-        libdevice = cuda.libdevice(self.toolkit(options, environment))
+        libdevice = cuda.libdevice(self.target.toolchain.toolkit(options, environment))
         own = super().predicted_libraries(attr, symbols, ops, lowered, options, environment)
         return own + ([libdevice] if libdevice else [])
 
-    def libraries(self, job, module, options):
+    def load_bitcode_files(self, job, module, options):
         """Upstream's order: -l files, the attribute's link=[...], then libdevice whenever a toolkit is known."""
         from ..llvm.ops import declared_functions
 
-        root = self.toolkit(options)
+        root = self.target.toolchain.toolkit(options)
         libdevice = cuda.libdevice(root)
         if libdevice:
-            return super().libraries(job, module, options) + [Library(libdevice)]
+            return super().load_bitcode_files(job, module, options) + [Library(libdevice)]
         needs = [name for name in declared_functions(module) if name.startswith("__nv_")]
         if needs:
             where = f" ({root} has no {cuda.LIBDEVICE})" if root else ""
             raise ToolMissing(f"module @{job.module.name} calls {needs[0]} from libdevice, but no CUDA toolkit was "
                               f"found{where}", fix=cuda.INSTALL)
-        return super().libraries(job, module, options)
+        return super().load_bitcode_files(job, module, options)
 
     def provided_elsewhere(self, name):
         """NVVMReflect's `__nvvm_reflect` (the optimizer), and what ptxas and the CUDA driver provide: printf's
@@ -94,12 +88,9 @@ class NVVM(Target):
         return name in ("__nvvm_reflect", "vprintf", "__assertfail", "malloc", "free")
 
     def library_inputs(self, job, options):
-        return super().library_inputs(job, options) + existing([cuda.libdevice(self.toolkit(options))])
+        return super().library_inputs(job, options) + existing([cuda.libdevice(self.target.toolchain.toolkit(options))])
 
-    def binary_suffixes(self, fmt):
-        return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
-
-    def serialize(self, job, assembly, options, scratch):
+    def module_to_object(self, job, assembly, options, scratch):
         """The cubin, and the fatbin for format fatbin (named here: a variant target may rename its dumps)."""
         return self.run_binary_commands(job, assembly, options, scratch,
                                         ("cubin", "fatbin") if options.format == "fatbin" else ("cubin",))
@@ -108,7 +99,7 @@ class NVVM(Target):
         """ptxas on the ISA dump (PTX), then fatbinary with the cubin and the PTX for format fatbin: as
         upstream's NVVM serializer runs them, on files named as the dumps in `folder`."""
         name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
-        toolkit = self.toolkit(options)
+        toolkit = self.target.toolchain.toolkit(options)
         ptxas = cuda.cuda_tool("ptxas", toolkit)
         argv = [ptxas, "-arch", job.chip, name("isa"), "-o", name("cubin"), "--opt-level", str(job.opt_level)]
         opts = tokenize_cmd_options(options.opts)
@@ -123,6 +114,20 @@ class NVVM(Target):
                              "fatbinary", None))
         return commands
 
+
+class NVVMOutputs(Outputs):
+    """cubin and fatbin, one fatbin for several chips, CUDA's fat binary section, ptxas -v resources."""
+
+    vendor_section = VendorSection(".nv_fatbin", ".nvFatBinSegment", 0x466243B1, 8, "cuobjdump")
+    embeds_fat_as = "fatbin"
+
+    def assembly_chip(self, text):
+        match = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
+        return match.group(1) if match else None
+
+    def binary_suffixes(self, fmt):
+        return ("cubin", "fatbin") if fmt == "fatbin" else ("cubin",)
+
     def object_properties(self, job, fmt):
         # NVVM records the O level for ISA objects: the glue passes it to mgpuModuleLoadJIT.
         return {"O": f"{job.opt_level} : i32"} if fmt == "isa" else {}
@@ -135,7 +140,7 @@ class NVVM(Target):
         """fatbinary with every chip's cubin dump, plus the PTX dump of the newest chip (as nvcc does)."""
         dump = lambda job, suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
         bits = "-32" if "-32" in tokenize_cmd_options(options.opts) else "-64"
-        argv = [cuda.cuda_tool("fatbinary", self.toolkit(options)), bits]
+        argv = [cuda.cuda_tool("fatbinary", self.target.toolchain.toolkit(options)), bits]
         argv += [f"--image3=kind=elf,sm={_sm(job.chip)},file={dump(job, 'cubin')}" for job in jobs]
         newest = max(jobs, key=lambda job: int(re.sub(r"\D", "", _sm(job.chip)) or 0))
         argv += [f"--image3=kind=ptx,sm={_sm(newest.chip)},file={dump(newest, 'isa')}", "--create",
@@ -177,10 +182,34 @@ class NVVM(Target):
         result = process.run(argv, f"resource usage of {isa_path}")
         return parse_ptxas_verbose(result.stderr.decode("utf-8", "replace") + result.stdout.decode("utf-8", "replace"))
 
+
+class NVVMToolchain(Toolchain):
+    """The CUDA toolkit: ptxas, fatbinary, libdevice."""
+
+    def toolkit(self, options, environment=None):
+        return cuda.cuda_toolkit(options.toolkit, environment)
+
+    def device_libraries(self, options):
+        root = self.toolkit(options)
+        return [cuda.libdevice(root)] if root and cuda.libdevice(root) else []
+
+    def owns_toolkit(self, path):
+        return os.path.isfile(os.path.join(path, "bin", "ptxas"))
+
     def tools(self, options, environment=None):
         root = self.toolkit(options, environment)
         return [path for path in (toolchain.executable(os.path.join(root, "bin", name))
                                   for name in ("ptxas", "fatbinary")) if path] if root else []
+
+
+class NVVM(Target):
+    """NVIDIA GPUs through MLIR's NVVM target."""
+
+    name = "nvvm"
+    attribute = "nvvm.target"
+    default_triple = "nvptx64-nvidia-cuda"
+    default_chip = "sm_50"
+    Checks, Lowering, Codegen, Outputs, Toolchain = NVVMChecks, NVVMLowering, NVVMCodegen, NVVMOutputs, NVVMToolchain
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")

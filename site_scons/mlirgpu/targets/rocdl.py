@@ -11,7 +11,8 @@ from ..llvm import toolchain
 from . import rocm
 from ..errors import CompileError
 from .bundle import make_bundle
-from .base import COMMON_PARAMETERS, Library, Target, VendorSection, existing
+from .base import Target
+from .roles import COMMON_PARAMETERS, Checks, Codegen, Library, Lowering, Outputs, Toolchain, VendorSection, existing
 
 _STRIP = ("opencl.ocl.version", "llvm.ident")
 
@@ -53,36 +54,26 @@ def abi_version(text, default=600):
     return value if -2**31 <= value < 2**31 else default
 
 
-class ROCDL(Target):
-    name = "rocdl"
-    attribute = "rocdl.target"
-    attach_pass = "rocdl-attach-target"
-    default_triple = "amdgcn-amd-amdhsa"
-    default_chip = "gfx900"
+class ROCDLChecks(Checks):
+    """ROCDL's attribute: features and the code object ABI."""
+
     parameters = {**COMMON_PARAMETERS, "features": str, "abi": str}
-    kernel_convention = "amdgpu_kernel"
-    vendor_section = VendorSection(".hip_fatbin", ".hipFatBinSegment", 0x48495046, 4096, "roc-obj-ls")
-    embeds_fat_as = "bundle"
 
-    def toolkit(self, options, environment=None):
-        return rocm.rocm_toolkit(options.toolkit, environment)
 
-    def assembly_chip(self, text):
-        match = re.search(r'^\s*\.amdgcn_target\s+"[^"]*--([\w.]+)', text, re.M)
-        return match.group(1) if match else None
+class ROCDLLowering(Lowering):
+    """convert-gpu-to-rocdl for the first chip."""
 
-    def device_libraries(self, options):
-        root = self.toolkit(options)
-        bitcode = os.path.join(root, "amdgcn", "bitcode") if root else ""
-        return [os.path.join(bitcode, name) for name in sorted(os.listdir(bitcode)) if name.endswith(".bc")] \
-            if bitcode and os.path.isdir(bitcode) else []
-
-    def owns_toolkit(self, path):
-        return os.path.isdir(os.path.join(path, "amdgcn", "bitcode"))
+    attach_pass = "rocdl-attach-target"
 
     def conversion_pass(self, chips):
         """Specialised for the first chip; gpu.printf becomes HIP's hostcall printf (runtime=HIP)."""
         return f"convert-gpu-to-rocdl{{chipset={chips[0]} runtime=HIP}}"
+
+
+class ROCDLCodegen(Codegen):
+    """The control constants before linking, the device libraries the module asks for, llvm-mc and ld.lld."""
+
+    kernel_convention = "amdgpu_kernel"
 
     def predicted_libraries(self, attr, symbols, ops, lowered, options, environment=None):
         """The attribute's link files and the device libraries the module's declarations ask for; for code
@@ -91,7 +82,7 @@ class ROCDL(Target):
         names = set(self.needed_libraries(symbols))
         if lowered and any(op.split(".")[0] in ("math", "complex") or op == "gpu.printf" for op in ops):
             names.update(("ocml", "ockl"))
-        root = self.toolkit(options, environment)
+        root = self.target.toolchain.toolkit(options, environment)
         found = [os.path.join(root, "amdgcn", "bitcode", f"{name}.bc") for name in sorted(names)] if root else []
         return super().predicted_libraries(attr, symbols, ops, lowered, options, environment) + \
             [path for path in found if os.path.isfile(path)]
@@ -109,7 +100,7 @@ class ROCDL(Target):
                 needs.add("hip")
         return [lib for lib in ("ocml", "ockl", "hip", "opencl") if lib in needs]
 
-    def pre_link(self, job, module):
+    def handle_module_pre_link(self, job, module):
         """Upstream's control constants (`__oclc_*`, for the libraries the module needs) and the code object
         version module flag."""
         from ..llvm.ops import add_control_constants, declared_functions
@@ -134,7 +125,7 @@ class ROCDL(Target):
             ]
         add_control_constants(module, constants, [(1, "amdhsa_code_object_version", abi_version(job.attr.abi))])
 
-    def libraries(self, job, module, options):
+    def load_bitcode_files(self, job, module, options):
         """-l files and the attribute's link=[...] (cleaned and retargeted), then the device libraries the
         module's external declarations ask for, in upstream's order (ocml, ockl, hip, opencl)."""
         from ..llvm.ops import declared_functions
@@ -143,7 +134,7 @@ class ROCDL(Target):
         needed = self.needed_libraries(declared_functions(module))
         if not needed:
             return user
-        toolkit = self.toolkit(options)
+        toolkit = self.target.toolchain.toolkit(options)
         return user + [Library(rocm.rocm_library(toolkit, name), _STRIP, True) for name in needed]
 
     def provided_elsewhere(self, name):
@@ -153,16 +144,10 @@ class ROCDL(Target):
 
     def library_inputs(self, job, options):
         """The -l and link=[...] files and the device libraries the toolkit has (none without one)."""
-        root = self.toolkit(options)
+        root = self.target.toolchain.toolkit(options)
         own = [os.path.join(root, "amdgcn", "bitcode", f"{name}.bc")
                for name in ("ocml", "ockl", "hip", "opencl")] if root else []
         return super().library_inputs(job, options) + existing(own)
-
-    def binary_suffixes(self, fmt):
-        return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
-
-    def embedded_format(self, fmt):
-        return "bin" if fmt == "fatbin" else fmt
 
     def binary_commands(self, job, options, folder):
         """llvm-mc assembles the ISA dump, ld.lld links the HSACO: on files named as the dumps in `folder` (the
@@ -172,8 +157,25 @@ class ROCDL(Target):
         if job.attr.features:
             argv.append(f"-mattr={job.attr.features}")
         return [(argv + ["-filetype=obj", name("isa"), "-o", name("o")], "assembling the ISA (llvm-mc)", None),
-                ([rocm.lld(self.toolkit(options)), "-shared", name("o"), "-o", name("hsaco")],
+                ([rocm.lld(self.target.toolchain.toolkit(options)), "-shared", name("o"), "-o", name("hsaco")],
                  "linking the HSACO (ld.lld)", None)]
+
+
+class ROCDLOutputs(Outputs):
+    """HSACO, a clang offload bundle for several chips, HIP's fat binary section, .amdhsa resources."""
+
+    vendor_section = VendorSection(".hip_fatbin", ".hipFatBinSegment", 0x48495046, 4096, "roc-obj-ls")
+    embeds_fat_as = "bundle"
+
+    def assembly_chip(self, text):
+        match = re.search(r'^\s*\.amdgcn_target\s+"[^"]*--([\w.]+)', text, re.M)
+        return match.group(1) if match else None
+
+    def binary_suffixes(self, fmt):
+        return ("hsaco",)  # upstream: ROCDL's fatbin format falls back to bin
+
+    def embedded_format(self, fmt):
+        return "bin" if fmt == "fatbin" else fmt
 
     def fat_container(self, count, options):
         """With format fatbin, several chips or the vendor layout: one clang offload bundle (`.hipfb`)."""
@@ -188,9 +190,36 @@ class ROCDL(Target):
         with open(isa_path, encoding="utf-8") as handle:
             return amdhsa_kernels(handle.read(), job["chip"])
 
+
+class ROCDLToolchain(Toolchain):
+    """The ROCm device libraries and ld.lld."""
+
+    def toolkit(self, options, environment=None):
+        return rocm.rocm_toolkit(options.toolkit, environment)
+
+    def device_libraries(self, options):
+        root = self.toolkit(options)
+        bitcode = os.path.join(root, "amdgcn", "bitcode") if root else ""
+        return [os.path.join(bitcode, name) for name in sorted(os.listdir(bitcode)) if name.endswith(".bc")] \
+            if bitcode and os.path.isdir(bitcode) else []
+
+    def owns_toolkit(self, path):
+        return os.path.isdir(os.path.join(path, "amdgcn", "bitcode"))
+
     def tools(self, options, environment=None):
         return toolchain.found(lambda: toolchain.llvm_tool("llvm-mc", environment),
                                lambda: rocm.lld(self.toolkit(options, environment), environment))
+
+
+class ROCDL(Target):
+    """AMD GPUs through MLIR's ROCDL target."""
+
+    name = "rocdl"
+    attribute = "rocdl.target"
+    default_triple = "amdgcn-amd-amdhsa"
+    default_chip = "gfx900"
+    Checks, Lowering, Codegen = ROCDLChecks, ROCDLLowering, ROCDLCodegen
+    Outputs, Toolchain = ROCDLOutputs, ROCDLToolchain
 
 
 def _directives(block):

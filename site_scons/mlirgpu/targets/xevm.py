@@ -20,27 +20,21 @@ from ..util.mlirops import first_function_with
 from ..util.mlirtext import Unreadable
 from ..llvm.mlirtools import run_mlir_tool
 from ..compile_options import hint
-from .base import COMMON_PARAMETERS, Target
+from .base import Target
+from .roles import COMMON_PARAMETERS, Checks, Codegen, Lowering, Outputs
 
 SUB_GROUP_SIZE = 16  # what 22.1.8's serializer requires of the first kernel
 
 
-class XeVM(Target):
-    name = "xevm"
-    attribute = "xevm.target"
-    attach_pass = "xevm-attach-target"
-    default_triple = "spirv64-unknown-unknown"
-    default_chip = "bmg"
+class XeVMChecks(Checks):
+    """XeVM's attribute: `linkFiles`, spirv* triples, and any chip name (none is checked)."""
+
     parameters = {**{key: kind for key, kind in COMMON_PARAMETERS.items() if key != "link"}, "linkFiles": list}
     link_parameter = "linkFiles"
-    kernel_convention = "spir_kernel"
-    assembles_from_text = False  # the SPIR-V binary is emitted from the optimized module
-    keeps_tool_log = False  # in process: no tool, no log
-    isolated_codegen = True  # LLVM 22's SPIR-V back end keeps module state in a static (llvm_ops.emit_assembly)
 
     def parameter_problem(self, params):
         problem = super().parameter_problem(params)
-        triple = params.get("triple", self.default_triple)
+        triple = params.get("triple", self.target.default_triple)
         if problem is None and not triple.startswith("spirv"):
             problem = f"unsupported XeVM target triple '{triple}' (XeVM takes spirv* triples only)"
         return problem
@@ -49,15 +43,18 @@ class XeVM(Target):
         """None to check against: 22.1.8 gives the chip to no tool (`llvm-mc -mcpu=help` has no SPIR-V CPUs)."""
         return ()
 
-    def machine_cpu(self, attr):
-        return "", ""  # ModuleToObject(module, triple, /*chip=*/"", /*features=*/{}, O)
+
+class XeVMLowering(Lowering):
+    """The SPIR-V conversion inside the gpu.module, and no features on the attach pass."""
+
+    attach_pass = "xevm-attach-target"
 
     def lowering_pipeline(self, chips, features, opt_level, before_all=""):
         """As the built-in recipe of the other targets, with the SPIR-V conversion first inside the gpu.module
         (it retypes index block arguments, so scf-to-cf must follow it) and `convert-to-llvm` there, since
         `convert-cf-to-llvm` runs on builtin modules only. Kernels on memrefs get the SPIR-V that
         `gpu-lower-to-xevm-pipeline` gives them."""
-        return (f"builtin.module({before_all}gpu-kernel-outlining, {self._attach(chips, '', opt_level)}, "
+        return (f"builtin.module({before_all}gpu-kernel-outlining, {self.attach(chips, '', opt_level)}, "
                 "lower-affine, gpu.module(convert-gpu-to-llvm-spv{use-64bit-index=true}, convert-xevm-to-llvm, "
                 "convert-scf-to-cf, convert-to-llvm, canonicalize, cse, reconcile-unrealized-casts), "
                 "convert-scf-to-cf)")
@@ -74,11 +71,53 @@ class XeVM(Target):
         return None
 
     def attach_pipeline(self, chips, features, opt_level, modules=""):
-        return f"builtin.module({self._attach(chips, '', opt_level, modules)})"  # xevm-attach-target has no features
+        return f"builtin.module({self.attach(chips, '', opt_level, modules)})"  # xevm-attach-target has no features
+
+
+class XeVMCodegen(Codegen):
+    """No CPU for the target machine, the first kernel's sub-group size, SPIR-V emitted in process."""
+
+    kernel_convention = "spir_kernel"
+    isolated_codegen = True  # LLVM 22's SPIR-V back end keeps module state in a static (llvm_ops.emit_assembly)
+
+    def machine_cpu(self, attr):
+        return "", ""  # ModuleToObject(module, triple, /*chip=*/"", /*features=*/{}, O)
 
     def edit_translation(self, module, llvm_ir):
         name = first_kernel(module.text)
         return llvm_ir if name is None else set_sub_group_size(llvm_ir, name, SUB_GROUP_SIZE)
+
+    def provided_elsewhere(self, name):
+        """SPIR-V's built-ins, which the driver provides: OpenCL's (mangled, `_Z...`), `__spirv_*`, printf."""
+        return name.startswith(("_Z", "__spirv_", "__builtin_")) or name == "printf"
+
+    def binary_commands(self, job, options, folder):
+        """The stock equivalent of the in-process emission below: `llc -filetype=obj` on the optimized IR (for
+        repro.sh only: a compile runs no llc, and needs none)."""
+        name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
+        return [([toolchain.command("llc"), f"-O{job.opt_level}", "-filetype=obj", name("opt.ll"), "-o",
+                  name("spv")], "emitting SPIR-V (llc)", None)]
+
+    def module_to_object(self, job, assembly, options, scratch):
+        from ..llvm import ops as llvm_ops
+
+        data = llvm_ops.emit_object(assembly.module, isolated=self.isolated_codegen)
+        if len(data) % 4:
+            raise CompileError(f"module @{job.module.name}: SPIR-V code size must be a multiple of 4")
+        return {"spv": data}
+
+    def failure_fix(self, message):
+        if "requires the following SPIR-V extension" in message:
+            return ("MLIR 22's XeVM serializer enables no SPIR-V extensions (mlir-opt fails the same way): write "
+                    "the kernel without this instruction (e.g. a fixed-size alloca, integer atomics)")
+        return None
+
+
+class XeVMOutputs(Outputs):
+    """One SPIR-V binary for every format, the assembly object with its NUL, no tool log."""
+
+    assembles_from_text = False  # the SPIR-V binary is emitted from the optimized module
+    keeps_tool_log = False  # in process: no tool, no log
 
     def binary_suffixes(self, fmt):
         return ("spv",)
@@ -89,31 +128,6 @@ class XeVM(Target):
     def assembly_object(self, text):
         return text.encode("utf-8") + b"\0"  # upstream's object keeps the assembly's NUL
 
-    def binary_commands(self, job, options, folder):
-        """The stock equivalent of the in-process emission below: `llc -filetype=obj` on the optimized IR (for
-        repro.sh only: a compile runs no llc, and needs none)."""
-        name = lambda suffix: os.path.join(folder, f"{options.dump_prefix}{job.stem}.{suffix}")  # noqa: E731
-        return [([toolchain.command("llc"), f"-O{job.opt_level}", "-filetype=obj", name("opt.ll"), "-o",
-                  name("spv")], "emitting SPIR-V (llc)", None)]
-
-    def serialize(self, job, assembly, options, scratch):
-        from ..llvm import ops as llvm_ops
-
-        data = llvm_ops.emit_object(assembly.module, isolated=self.isolated_codegen)
-        if len(data) % 4:
-            raise CompileError(f"module @{job.module.name}: SPIR-V code size must be a multiple of 4")
-        return {"spv": data}
-
-    def provided_elsewhere(self, name):
-        """SPIR-V's built-ins, which the driver provides: OpenCL's (mangled, `_Z...`), `__spirv_*`, printf."""
-        return name.startswith(("_Z", "__spirv_", "__builtin_")) or name == "printf"
-
-    def failure_fix(self, message):
-        if "requires the following SPIR-V extension" in message:
-            return ("MLIR 22's XeVM serializer enables no SPIR-V extensions (mlir-opt fails the same way): write "
-                    "the kernel without this instruction (e.g. a fixed-size alloca, integer atomics)")
-        return None
-
     def object_properties(self, job, fmt):
         return {"O": f"{job.opt_level} : i32"} if fmt == "isa" else {}
 
@@ -123,6 +137,16 @@ class XeVM(Target):
             names = re.findall(r'^\s*OpEntryPoint Kernel %\S+ "((?:[^"\\]|\\.)*)"', handle.read(), re.M)
         return [{"name": name, "registers": None, "spills": None, "shared_bytes": None, "local_bytes": None}
                 for name in names]
+
+
+class XeVM(Target):
+    """Intel GPUs through MLIR's XeVM target; no toolchain of its own (the default role: no toolkit, no tools)."""
+
+    name = "xevm"
+    attribute = "xevm.target"
+    default_triple = "spirv64-unknown-unknown"
+    default_chip = "bmg"
+    Checks, Lowering, Codegen, Outputs = XeVMChecks, XeVMLowering, XeVMCodegen, XeVMOutputs
 
 
 def first_kernel(text):
