@@ -1,4 +1,5 @@
-"""Shared fixtures: the toolchain locations the tests pass to both upstream and our compiler."""
+"""Shared fixtures (the toolchain locations the tests pass to both upstream and our compiler), the tests' own
+caches, and the tiers: one folder each (tests/tier_rules.py)."""
 import atexit
 import os
 import shutil
@@ -7,12 +8,16 @@ import tempfile
 
 import pytest
 
+pytest_plugins = ("pytester",)  # tests/unit/test_tiers.py runs suites of its own in this process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "site_scons"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared helpers, for every tier folder
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)  # the shared helpers, for the test files of every tier folder
 
 from mlirgpu.llvm import toolchain  # noqa: E402
 from needs import check_marks, missing  # noqa: E402
+import tier_rules  # noqa: E402
 from mlirgpu.targets.cuda import cuda_toolkit  # noqa: E402
 from mlirgpu.targets.rocm import rocm_toolkit  # noqa: E402
 
@@ -22,7 +27,7 @@ os.environ["MLIRGPU_CACHE_DIR"] = tempfile.mkdtemp(prefix="mlirgpu-test-cache-")
 atexit.register(shutil.rmtree, os.environ["MLIRGPU_CACHE_DIR"], True)
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mlirgpu-test-user-cache-")  # the tool facts (toolchain)
 atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
-# Commands run in their own process unless a test starts a compile server (tests/test_service.py), so what a
+# Commands run in their own process unless a test starts a compile server (tests/service/test_service.py), so what a
 # test sees never depends on whether an earlier test left a server running.
 os.environ["MLIRGPU_SERVER"] = "off"
 
@@ -70,24 +75,9 @@ def served(request):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-# The tiers, in the order CI runs them (./dev test): each is a folder of tests/ and a marker (pyproject.toml),
-# so `pytest tests/unit` and `pytest -m unit` select the same tests.
-TIERS = ("unit", "build", "identity", "robustness", "service", "fleet", "gpu")
-TESTS = os.path.dirname(os.path.abspath(__file__))
-
-
 def pytest_collect_file(file_path, parent):
-    """A test file outside a tier folder is an error before it is imported, so the tiers stay whole."""
-    if file_path.suffix == ".py" and file_path.name.startswith("test_"):
-        folder = os.path.relpath(file_path.parent, TESTS)
-        if folder not in TIERS and not folder.startswith(".."):
-            raise pytest.UsageError(f"{os.path.relpath(file_path, ROOT)} is in no tier: move it into one of the "
-                                    f"tier folders tests/{{{','.join(TIERS)}}}/ (tests/README.md)")
+    tier_rules.refuse_misplaced(str(file_path), TESTS)  # before the file is imported
 
 
 def pytest_collection_modifyitems(config, items):
-    """Each test takes its tier's marker from its folder."""
-    for item in items:
-        tier = os.path.relpath(os.path.dirname(str(item.path)), TESTS).split(os.sep)[0]
-        if tier in TIERS:
-            item.add_marker(getattr(pytest.mark, tier))
+    tier_rules.mark(items, TESTS)

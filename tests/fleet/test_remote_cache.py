@@ -15,7 +15,7 @@ import time
 import pytest
 
 from corpusutil import CORPUS, instantiate
-from redis_server import Redis, free_port
+from redis_server import Redis
 from sconsutil import SCONS, make_project
 
 pytestmark = pytest.mark.needs("redis-server", "tools/bootstrap test installs it (Debian package redis-server)")

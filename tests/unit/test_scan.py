@@ -1,36 +1,12 @@
-"""The emitter's fast scan predicts exactly the dump files the compile writes."""
+"""The emitter's fast scan reads MLIR text as mlir-opt does (aliases, comments, strings, quoted names, long
+blanks, blobs) in bounded memory, and its prediction of a compile's dump files (against real compiles:
+tests/identity/test_scan_compile.py)."""
 import glob
 import os
 
-import pytest
-
-from corpusutil import CORPUS, instantiate, neutral_targets
-from mlirgpu import CompileOptions, compile_file
+from corpusutil import CORPUS
+from mlirgpu import CompileOptions
 from mlirgpu.pipeline.scan import planned_outputs
-
-CHIP = {"nvvm": "sm_90", "rocdl": "gfx942", "xevm": "pvc"}
-SECOND_CHIP = {"nvvm": "sm_80", "rocdl": "gfx90a", "xevm": "bmg"}
-
-
-def _cases():
-    for path in sorted(glob.glob(os.path.join(CORPUS, "*.mlir"))):
-        family = os.path.basename(path).split(".")[-2]
-        for target in neutral_targets(path) if family == "neutral" else (family,):
-            for fmt in ("isa", "fatbin"):
-                yield pytest.param(path, target, fmt, id=f"{os.path.basename(path)}-{target}-{fmt}")
-
-
-@pytest.mark.parametrize("path,target,fmt", list(_cases()))
-def test_scan_equals_compile(path, target, fmt, tmp_path, cuda_root, rocm_root):
-    source = instantiate(path, tmp_path / os.path.basename(path), CHIP[target], 1)
-    neutral = path.endswith(".neutral.mlir")
-    options = CompileOptions(format=fmt, toolkit={"nvvm": cuda_root, "rocdl": rocm_root}.get(target, ""),
-                             dump_dir=str(tmp_path / "D"), target=target if neutral else "",
-                             chip=f"{CHIP[target]},{SECOND_CHIP[target]}" if neutral else "")
-    result = compile_file(source, options)
-    written = [os.path.relpath(p, tmp_path / "D") for p in result.dumps]
-    assert sorted(planned_outputs(source, options)) == sorted(written)
-
 
 TRICKY = """\
 // gpu.module @in_a_comment [#nvvm.target]
@@ -49,38 +25,6 @@ def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
     names = planned_outputs(str(source), CompileOptions(format="isa"))
     assert names == [f"odd_name.{chip}.{s}" for chip in ("gfx90a", "sm_80")
                      for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["repro.sh", "mlirgpu.json"]
-
-
-def test_scans_stored_by_another_scanner_are_not_reused(tmp_path):
-    """The scan cache file names the scanner that wrote it (a hash of its code): entries of another version,
-    which may have read a file differently, are misses; this version's are hits. Each run is a process of its own
-    that keeps its scans in the file (`use_cache_file`, as the SCons tool does) and saves them as it exits."""
-    import hashlib
-    import subprocess
-    import sys
-
-    from corpusutil import ROOT
-    from mlirgpu.cache import store
-
-    (tmp_path / "k.mlir").write_text('gpu.module @k [#nvvm.target<chip = "sm_80">] {\n}\n')
-    (tmp_path / "other.mlir").write_text('gpu.module @other [#nvvm.target<chip = "sm_90">] {\n}\n')
-    cache = tmp_path / "scans.json"
-
-    def scanned(*names):
-        code = ("import sys; from mlirgpu.pipeline import scan; scan.use_cache_file(sys.argv[1]); "
-                "print(' '.join(scan.scan_file(name).modules[0].name for name in sys.argv[2:]))")
-        run = subprocess.run([sys.executable, "-c", code, str(cache), *names], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons")))
-        assert run.returncode == 0, run.stderr
-        return run.stdout.split()
-
-    assert scanned("k.mlir", "other.mlir") == ["k", "other"]
-    stored = store.read_json(str(cache))
-    digest, other = (hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name in ("k.mlir", "other.mlir"))
-    stored[digest] = stored[other]  # k.mlir's entry says what other.mlir holds: only a reused entry says so
-    for identity, reused in ((stored["scanner"], True), ("another scanner", False)):
-        store.write_json(str(cache), {**stored, "scanner": identity})
-        assert scanned("k.mlir") == (["other"] if reused else ["k"])
 
 
 def test_a_big_string_literal_is_scanned_in_bounded_memory():
