@@ -1,22 +1,19 @@
-"""The host object of a file without host code is written directly (mlirgpu.pipeline.elfobject), with no LLVM
-IR: the same bytes as LLVM's object of embed.host_ir (llvmlite, an independent writer), compared whole and
-section by section, symbol by symbol and relocation by relocation through pyelftools; gcc links it, readelf and
-llvm-objdump read it."""
+"""The host object of a real compile of a file without host code is written directly (mlirgpu.pipeline.elfobject),
+with no LLVM IR: the same bytes as LLVM's object of embed.host_ir (llvmlite, an independent writer), compared
+whole and section by section, symbol by symbol and relocation by relocation through pyelftools; gcc links it,
+readelf and llvm-objdump read it (random binaries in memory: tests/unit/test_elf_writer.py)."""
 import os
 import random
 import subprocess
 
 import pytest
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import SymbolTableSection
 
 from corpusutil import CORPUS, instantiate
+from elfcompare import assert_same_object, llvm_object, random_binaries
 from mlirgpu import CompileOptions
 from mlirgpu.llvm import ops, toolchain
 from mlirgpu.pipeline import driver, elfobject, embed
 from mlirgpu.pipeline.planning import check_options
-from mlirgpu.targets import nvvm, rocdl
 
 VECADD = os.path.join(CORPUS, "vecadd.neutral.mlir")
 SHAPES = {  # name: (source, options, needs the CUDA toolkit)
@@ -28,32 +25,6 @@ SHAPES = {  # name: (source, options, needs the CUDA toolkit)
     "rocdl-isa-section": (VECADD, dict(target="rocdl", chip="gfx942", format="isa", section="gpu_binaries"), False),
     "xevm-modules": ("multi_module.xevm.mlir", dict(format="bin"), False),  # a template: chip pvc, O2
 }
-
-
-def llvm_object(binaries, layout, section, source_name):
-    return ops.object_from_ir(embed.host_ir(binaries, layout, section, source_name))
-
-
-def assert_same_object(ours, reference, where):
-    """Every section's header and bytes, the symbol table and the relocations, then the whole file."""
-    paths = []
-    for name, data in (("ours", ours), ("llvm", reference)):
-        paths.append(where / f"{name}.o")
-        paths[-1].write_bytes(data)
-    with open(paths[0], "rb") as mine, open(paths[1], "rb") as theirs:
-        ours_elf, llvm_elf = ELFFile(mine), ELFFile(theirs)
-        assert ours_elf.header == llvm_elf.header
-        assert [s.name for s in ours_elf.iter_sections()] == [s.name for s in llvm_elf.iter_sections()]
-        for section, expected in zip(ours_elf.iter_sections(), llvm_elf.iter_sections()):
-            assert section.header == expected.header, section.name
-            assert section.data() == expected.data(), section.name
-            if isinstance(section, SymbolTableSection):
-                assert [(s.name, s.entry) for s in section.iter_symbols()] == \
-                    [(s.name, s.entry) for s in expected.iter_symbols()]
-            if isinstance(section, RelocationSection):
-                assert [r.entry for r in section.iter_relocations()] == [r.entry for r in expected.iter_relocations()]
-    assert ours == reference
-    return paths[0]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -81,53 +52,6 @@ def test_host_code_still_goes_through_llvm(tmp_path, monkeypatch):
     source = os.path.join(CORPUS, "launch_host.neutral.mlir")
     driver.compile_source(source, check_options(source, CompileOptions(target="nvvm", chip="sm_90", format="isa")))
     assert made == [1]
-
-
-class _Nvvm:
-    name, vendor_section = "nvvm", nvvm.NVVM.vendor_section
-
-
-class _Rocdl:
-    name, vendor_section = "rocdl", rocdl.ROCDL.vendor_section
-
-
-def random_binaries(rng, count):
-    """Binaries of every kind of content: ASCII text ending in NUL (ISA), bytes, zeros; symbols LLVM's string
-    table tail-merges (`k_binary` inside `kk_binary`), non-ASCII module names, strings shared between entries."""
-    binaries = []
-    for index in range(count):
-        module = rng.choice([f"m{index}", f"m{index}1x", f"kernels_{index}", f"mod\u00e9{index}"])
-        data = rng.choice([b"// ptx text\n.version 8.0\0", rng.randbytes(rng.randrange(1, 300)),
-                           bytes(rng.randrange(1, 40))])
-        target = rng.choice([_Nvvm, _Rocdl])
-        chips = tuple(rng.sample(["sm_80", "sm_90", "gfx90a", "gfx942"], rng.randrange(1, 3)))
-        name = rng.choice([f"p_{module.replace(chr(0xe9), 'e')}_{index}", "k" * (index + 1)])  # k_binary in kk_binary
-        binaries.append(embed.Embedded(name, module, target, chips,
-                                       rng.choice(["isa", "bin", "fatbin", "bundle"]), data))
-    return binaries
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_random_objects_are_llvms(seed, tmp_path):
-    rng = random.Random(seed)
-    for count in (0, 1, 2, rng.randrange(3, 40)):
-        binaries = random_binaries(rng, count)
-        for layout, section in (("plain", ""), ("plain", ".rodata"), ("plain", "my_binaries"), ("vendor", ""),
-                                ("vendor", "mine")):
-            source_name = rng.choice(["k.mlir", "a b.mlir", "\u00fcber.mlir"])
-            assert elfobject.writes(binaries, layout, section, source_name)
-            ours = elfobject.host_object(binaries, layout, section, source_name)
-            assert_same_object(ours, llvm_object(binaries, layout, section, source_name), tmp_path)
-
-
-def test_shapes_llvm_gives_a_meaning_stay_with_llvm():
-    binaries = random_binaries(random.Random(1), 3)
-    for section in (".bss", ".note.mine", ".init_array", "__llvm_covmap", embed.REGISTRY_SECTION, "a b"):
-        assert not elfobject.writes(binaries, "plain", section, "k.mlir")
-    assert not elfobject.writes(binaries + [binaries[0]], "plain", "", "k.mlir")  # one symbol twice
-    empty = embed.Embedded("e", "e", _Nvvm, ("sm_90",), "isa", b"")
-    assert not elfobject.writes([empty], "plain", "", "k.mlir")
-    assert not elfobject.writes(binaries, "plain", "", "")
 
 
 MAIN = r"""
