@@ -1,5 +1,6 @@
-"""Hostile and malformed input, one table for the CLI and SCons (tests/test_hostile_input.py runs it; the README's
-bad-input table lists the families).
+"""Hostile and malformed input, one table for the CLI and SCons (tests/robustness/test_hostile_input.py runs it;
+the README's bad-input table lists the families), and what a runner of the table needs: a case made into files
+(`materialise`, `fill`) and what a run left in its folder (`left_files`), for every tier folder that runs it.
 
 A case: family, source (text, bytes, or a special kind made by the runner), CLI arguments, SCons overrides (None:
 CLI only, where SCons reports the problem itself), expected CLI exit code, text the one error line must hold,

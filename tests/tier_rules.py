@@ -22,7 +22,8 @@ def refuse_misplaced(path, tests):
     inside = not os.path.relpath(path, tests).startswith(os.pardir + os.sep)
     if inside and name.startswith("test_") and name.endswith(".py") and tier_of(path, tests) is None:
         raise pytest.UsageError(f"{os.path.relpath(path, os.path.dirname(tests))} is in no tier: move it into the "
-                                f"tier folder it belongs to, one of {', '.join(TIERS)} (tests/<tier>/{name})")
+                                f"tier folder it belongs to, one of {', '.join(TIERS)} (tests/<tier>/{name}; "
+                                "docs/design.md, Tests)")
 
 
 def mark(items, tests):

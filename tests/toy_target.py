@@ -1,4 +1,4 @@
-"""A fourth target for tests/test_architecture.py, defined outside the package: a variant of NVVM with its own
+"""A fourth target for tests/build/test_target_plugins.py, defined outside the package: a variant of NVVM with its own
 name, default chip and binary suffix, registered through MLIRGPU_TARGETS=toy_target."""
 from dataclasses import replace
 

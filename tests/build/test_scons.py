@@ -213,7 +213,7 @@ def test_a_builds_sources_are_translated_together(tmp_path, remote):
     """With the stage cache off every compile translates, and takes its translation from one background
     mlir-translate run holding all six sources: fewer than a first early run, so the first compile to ask sends
     it, as it does in a build that names a remote cache (where runs wait for a compile to ask; a cached compile
-    asks for none: tests/test_remote_cache.py)."""
+    asks for none: tests/fleet/test_remote_cache.py)."""
     from corpusutil import CORPUS, instantiate
     from mlirgpu.llvm import toolchain
     from sconsutil import TOOLPATH

@@ -140,7 +140,7 @@ def _slow_tools(tmp_path):
 
 def test_a_client_in_a_pid_namespace(tmp_path, served):
     """In a pid namespace of its own the client cannot see the server's runner by its pid: it is served all the
-    same (no false "ended without an answer"); with its own /proc as well, tests/test_server_requests.py."""
+    same (no false "ended without an answer"); with its own /proc as well, tests/service/test_server_requests.py."""
     _unshare("-p", "-f")
     env, source = served
     env["MLIR_BIN"] = _slow_tools(tmp_path)
