@@ -1,14 +1,16 @@
-"""Hostile and malformed input, one table for the CLI and SCons (tests/test_hostile_input.py runs it; the README's
-bad-input table lists the families).
+"""Hostile and malformed input, one table for the CLI and SCons (tests/robustness/test_hostile_input.py runs it;
+the README's bad-input table lists the families), and what a runner of the table needs: a case made into files
+(`materialise`, `fill`) and what a run left in its folder (`left_files`), for every tier folder that runs it.
 
 A case: family, source (text, bytes, or a special kind made by the runner), CLI arguments, SCons overrides (None:
 CLI only, where SCons reports the problem itself), expected CLI exit code, text the one error line must hold,
 and the line it must name (None: the file without a line). `{tmp}` is the case's folder; `{src}` the source.
 """
+import json
 import os
 from dataclasses import dataclass, field
 
-from conftest import CORPUS
+from corpusutil import CORPUS
 
 
 @dataclass(frozen=True)
@@ -279,3 +281,61 @@ ACCEPTED = {
     "name_c_keyword": kernel(name="int"),
     "name_with_a_line_break_and_a_command": kernel(name='"x\\0Atouch PWNED #"'),  # a shell line in repro.sh
 }
+
+
+def materialise(folder, name, case):
+    """The case's source (and its helpers: a corrupt library, an empty toolkit, a file where a folder is
+    expected, a FIFO library) in `folder`; returns the source path."""
+    source = folder / f"{name}.mlir"
+    content = case.source
+    if content == "<dir>":
+        source.mkdir()
+    elif content == "<fifo>":
+        os.mkfifo(source)
+    elif content == "<device>":
+        source = "/dev/zero"
+    elif content == "<large>":
+        with open(source, "wb") as handle:
+            handle.truncate(65 << 20)
+    elif content == "<loop>":
+        os.symlink(source, source)
+    elif isinstance(content, bytes):
+        source.write_bytes(content)
+    elif content is not None:
+        source.write_text(content)
+    (folder / "corrupt.bc").write_bytes(b"BC\xc0\xde this is not bitcode")
+    (folder / "empty-toolkit").mkdir(exist_ok=True)
+    (folder / "blocker").write_text("a file where a folder is expected")
+    if not (folder / "lib.fifo").exists():
+        os.mkfifo(folder / "lib.fifo")
+    return str(source)
+
+
+def fill(value, folder, source):
+    """A case's argument (or SCons setting, or a list of them) with `{tmp}` and `{src}` filled in."""
+    if isinstance(value, str):
+        return value.replace("{tmp}", str(folder)).replace("{src}", source)
+    if isinstance(value, list):
+        return [fill(item, folder, source) for item in value]
+    return value
+
+
+def left_files(folder):
+    """What a run left in `folder`, path by path, for comparing twin runs: a file's bytes (a record without its
+    timings), FIFOs and links by kind."""
+    found = {}
+    for directory, _dirs, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path) or os.path.islink(path):  # FIFOs and links the cases make: by kind
+                found[os.path.relpath(path, folder)] = "link" if os.path.islink(path) else "special"
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read()
+            if name.endswith("mlirgpu.json"):
+                record = json.loads(data)
+                for job in record.get("jobs", []):
+                    job.pop("stages", None)
+                data = json.dumps(record, sort_keys=True).encode()
+            found[os.path.relpath(path, folder)] = data
+    return found

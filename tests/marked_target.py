@@ -1,4 +1,4 @@
-"""A target that adds a stage of its own, defined outside the package (tests/test_target_stages.py): NVVM's code
+"""A target that adds a stage of its own, defined outside the package (tests/identity/test_target_stages.py): NVVM's code
 generation under the name `marked`, with a stage after `isa` that writes the ISA's marked copy as the dump
 `<module>.marked.isa`. Registered through MLIRGPU_TARGETS=marked_target (or by importing this module).
 

@@ -69,7 +69,7 @@ def upstream_objects_each_alone(path, fmt, toolkit, pipeline=None, opts="", libs
     its own. LLVM 22's SPIR-V back end keeps label ids from one module's functions to the next in one process
     (llvm/llvm-project#160613, keyed by where the allocator put them), so upstream's code for a later XeVM module
     of a file depends on its predecessors' allocations; a module serialized first has none, and gives the
-    module's own code, which ours is (tests/test_xevm.py). Moving a module first changes no symbol: host code
+    module's own code, which ours is (tests/identity/test_xevm.py). Moving a module first changes no symbol: host code
     that launches the others still finds them."""
     source = _lowered(path, pipeline)
     with open(source, encoding="utf-8") as handle:

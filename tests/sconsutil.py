@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import CORPUS, ROOT, instantiate
+from corpusutil import CORPUS, ROOT, instantiate
 
 SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
 TOOLPATH = os.path.join(ROOT, "site_scons", "site_tools")

@@ -1,5 +1,5 @@
-"""A fourth target for tests/test_architecture.py, defined outside the package: a variant of NVVM with its own
-name, default chip and binary suffix, registered through MLIRGPU_TARGETS=toy_target. It changes two roles
+"""A fourth target for tests/build/test_target_plugins.py, defined outside the package: a variant of NVVM with its
+own name, default chip and binary suffix, registered through MLIRGPU_TARGETS=toy_target. It changes two roles
 (mlirgpu.targets.roles) and keeps NVVM's others."""
 from dataclasses import replace
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The bootstrap's apt decisions, as plain functions over apt's own output (tested against recorded outputs of
-Debian 12 and 13 in tests/test_bootstrap.py). Standard library only: it runs before any venv exists.
+Debian 12 and 13 in tests/unit/test_apt_plan.py). Standard library only: it runs before any venv exists.
 
   apt-cache policy PKG... | apt_plan.py nowhere PKG...   the packages no configured suite has (one per line)
   apt-get install -s PKG... | apt_plan.py changes        what the install would upgrade, downgrade or remove

@@ -4,7 +4,7 @@ writing function beside its reading one, and the one codec they are written in (
 one message per SOCK_SEQPACKET packet, a larger request in a memfd).
 
 The ends: the Python client (mlirgpu.server.client) and the native launcher (launcher.c, which writes `run` and
-reads `started` and `exit` by the strings tests/test_server_protocol.py checks against this module), the
+reads `started` and `exit` by the strings tests/unit/test_server_protocol.py checks against this module), the
 server (mlirgpu.server.service, requests, runner_pool, tools), a runner (mlirgpu.server.runner), and the
 processes below the server that ask it for something: a build's zygote (mlirgpu.execution.processes), a tool
 run (mlirgpu.execution.served_tools), `mlirgpu server start|stop|status` (mlirgpu.frontends.server_command).

@@ -7,7 +7,7 @@ some size on, and by a target's own margin (AMDGCN code generation is the deares
 the rest stay in process. `$MLIRGPU_LLVM_BACKEND` forces one way: `inprocess` or `tools` (default `auto`).
 
 Only the ISA stage has the choice. `llc` with the target machine's CPU, features and O level and no verbose
-comments makes upstream's bytes (the same command repro.sh runs; tests/test_upstream_identity.py checks both
+comments makes upstream's bytes (the same command repro.sh runs; tests/identity/test_upstream_identity.py checks both
 ways). The O3 pipeline stays in process: `opt` on the module's bitcode prints the same code, but its output
 read back differs from the stage's in intrinsic declarations' attributes (`mustprogress`; the release tools are
 LLVM 22.1.8, llvmlite's LLVM 22.1.0), so the `opt.ll` dumps and every later stage key would change with the choice. The link

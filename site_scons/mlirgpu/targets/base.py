@@ -5,7 +5,7 @@ dumps, the `#gpu.object`, containers) and `toolchain` (toolkit, tools, device li
 
 In the spirit of upstream's `ModuleToObject` and of Triton's per-backend stages, every difference between GPU
 targets is a hook of one role, implemented once per target; each consumer calls the role it needs
-(`job.target.codegen.module_to_object(...)`), and tests/test_target_roles.py checks which module uses which.
+(`job.target.codegen.module_to_object(...)`), and tests/unit/test_target_roles.py checks which module uses which.
 """
 from dataclasses import dataclass, field
 

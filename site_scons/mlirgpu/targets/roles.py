@@ -1,5 +1,5 @@
 """The roles a target plays, one object each, reached as `target.<role>` by the code that needs that role only
-(tests/test_target_roles.py checks which module uses which):
+(tests/unit/test_target_roles.py checks which module uses which):
 
     checks     its attribute: parameters and their types, the chips it takes (planning, the scan, the lowering)
     lowering   target-neutral code: the attach and conversion passes, the default build chip (source, lowering)

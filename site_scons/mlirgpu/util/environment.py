@@ -3,7 +3,7 @@ parser per kind, so that a value means the same wherever it is read: `MLIRGPU_ST
 line, the SCons tool and the server alike, and a value its kind does not take (`MLIRGPU_STATS=maybe`,
 `MLIRGPU_TOOL_TIMEOUT=soon`, `MLIRGPU_REMOTE_CACHE_SECRET=` set but empty) is a CompileError naming the variable,
 the value and what it takes, never a silent default. docs/reference.md's environment table is checked against
-this one (tests/test_docs_reference.py), and no other module reads an MLIRGPU_* variable itself.
+this one (tests/unit/test_docs_reference.py), and no other module reads an MLIRGPU_* variable itself.
 
 A value is parsed when it is asked for (`value(NAME)`), from this process's environment or a given one: the
 compile server and the workers take each command's environment with its request, so nothing is kept between
