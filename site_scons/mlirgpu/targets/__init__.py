@@ -9,6 +9,7 @@ importable); each is imported with the registry (in every process of a build, wo
 """
 import importlib
 
+from . import roles
 from .base import Target, TargetAttr
 from .roles import REGISTERED
 from .nvvm import NVVM
@@ -25,10 +26,33 @@ def register(target):
     """Make `target` (a Target) available under its name; a name taken by another target is an error."""
     if not isinstance(target, Target) or not target.name:
         raise TypeError("register() takes a Target with a name")
+    for problem in _hooks_on_the_target(target):
+        raise TypeError(problem)
     if target.name in TARGETS and TARGETS[target.name] is not target:
         raise ValueError(f"a target named {target.name!r} is already registered")
     TARGETS[target.name] = target
     REGISTERED.add(target.name)
+
+
+_RENAMED = {"pre_link": "handle_module_pre_link", "libraries": "load_bitcode_files", "serialize": "module_to_object"}
+_ROLES = ("Checks", "Lowering", "Codegen", "Outputs", "Toolchain")
+
+
+def _hooks_on_the_target(target):
+    """A method a Target subclass defines on itself: nothing calls it (every hook is a role's), so a plugin
+    written against the hooks' old home would be silently ignored; each is refused, naming the role it belongs
+    to (and its upstream ModuleToObject name where it was renamed)."""
+    for klass in type(target).__mro__[:type(target).__mro__.index(Target)]:
+        for name, value in vars(klass).items():
+            if name.startswith("_") or not callable(value) or isinstance(value, type):
+                continue
+            hook = _RENAMED.get(name, name)
+            role = next((role for role in _ROLES if hasattr(getattr(roles, role), hook)), None)
+            where = (f"define {hook}() in a subclass of mlirgpu.targets.roles.{role} and set it as the target's "
+                     f"`{role}` class" if role else "hooks live on the roles of mlirgpu.targets.roles "
+                     "(Checks, Lowering, Codegen, Outputs, Toolchain)")
+            yield (f"target {target.name!r} ({klass.__module__}.{klass.__qualname__}) defines {name}() on the "
+                   f"Target itself, where nothing calls it; fix: {where}")
 
 
 def target_for_attribute(attr_name):
