@@ -121,7 +121,7 @@ TIERS = {
               "test_truthful_refusals", "test_bench_smoke", "test_library_builds", "test_lowering_safety",
               "test_environment", "test_checked_options"),
     "identity": ("test_upstream_identity", "test_xevm", "test_scan_differential", "test_pasted_pipelines",
-                 "test_library_identity", "test_many_modules", "test_llvm_backend"),
+                 "test_library_identity", "test_many_modules", "test_spool", "test_llvm_backend"),
     "robustness": ("test_hostile_input", "test_cli_hostile", "test_reliability", "test_stress", "test_trust",
                    "test_missing_tools", "test_llvm_ownership"),
     "service": ("test_service", "test_server_trust", "test_server_limits", "test_server_requests", "test_launcher",

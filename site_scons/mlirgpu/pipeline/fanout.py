@@ -8,7 +8,8 @@ its instrumentation callbacks allocated, about 66 KB per module), so one process
 grow by 650 MB. A runner forked per chunk ends with what LLVM kept; it starts with LLVM loaded and the
 translations in memory, in pages it shares with the compile's process.
 
-What a runner sends back is what running its jobs here would have left: their outputs, and its `Compile` share
+What a runner sends back is what running its jobs here would have left: their outputs (where the compile spools,
+a spooled job's embedded bytes in the runner's spool file instead: mlirgpu.pipeline.spool), and its `Compile` share
 (where each stage's output came from, stage times, trace events, libraries, cache payloads), the dumps it wrote
 with their hashes, its tool statistics. The compile's process adds them in job order, so the record, the dumps
 and the object are those of running the jobs in turn. A runner that fails (a CompileError, an LLVM abort that
@@ -131,7 +132,9 @@ class _Fan:
                 self.dumps.hashes, self.dumps.seconds = {}, 0.0
             process.tool_stats.set({})
             llvm_arena.reset_module_peak()
-            outputs = [stagerunner.run_job(compile_, job, self.llvm_irs[job.module.name]) for job in chunk]
+            keep = compile_.spool.kept if compile_.spool else lambda compile_, job, output: output
+            outputs = [keep(compile_, job, stagerunner.run_job(compile_, job, self.llvm_irs[job.module.name]))
+                       for job in chunk]
             sent = {"outputs": outputs, "share": compile_.share(), "tools": process.tool_stats.get(),
                     "dumps": (self.dumps.hashes, self.dumps.seconds) if self.dumps else None,
                     "llvm_modules": llvm_arena.module_peak()}

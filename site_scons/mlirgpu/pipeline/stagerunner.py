@@ -41,6 +41,8 @@ class Compile:
         self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
         self.cache_warnings = []  # the remote cache's faults seen by forked stage runners (mlirgpu.pipeline.fanout)
         self.llvm_modules = 0  # the most LLVM modules the stages held at once, in all processes (at most)
+        self.spool = None  # where forked runners spool the embedded bytes, or None (mlirgpu.pipeline.spool)
+        self.spooled = {}  # job id -> spool.Spooled: where a runner spooled that job's embedded bytes
 
     @property
     def scratch(self):
@@ -58,7 +60,7 @@ class Compile:
 
     # What running jobs adds to a compile, which a forked stage runner sends back (mlirgpu.pipeline.fanout).
     _SHARE = {"dependencies": list, "timings": dict, "origins": dict, "substituted": dict, "trace": list,
-              "payloads": dict, "cache_warnings": list}
+              "payloads": dict, "cache_warnings": list, "spooled": dict}
 
     def begin_share(self):
         """In a forked stage runner: forget what the jobs before it added, and use a stage cache of its own
