@@ -43,6 +43,7 @@ class Compile:
         self.llvm_modules = 0  # the most LLVM modules the stages held at once, in all processes (at most)
         self.spool = None  # where forked runners spool the embedded bytes, or None (mlirgpu.pipeline.spool)
         self.spooled = {}  # job id -> spool.Spooled: where a runner spooled that job's embedded bytes
+        self._before_share = None  # in a forked runner: what the compile's process had added (see begin_share)
 
     @property
     def scratch(self):
@@ -64,7 +65,11 @@ class Compile:
 
     def begin_share(self):
         """In a forked stage runner: forget what the jobs before it added, and use a stage cache of its own
-        (its counts are its own; the remote tier's client reconnects after a fork)."""
+        (its counts are its own; the remote tier's client reconnects after a fork). What they added stays
+        referenced, never freed here: freeing the compile's trace events and origins in a runner would write
+        to every page they lie on, copying pages it shares with the compile's process (at 10,000 modules 26 MB
+        per runner; issue 40)."""
+        self._before_share = {name: getattr(self, name) for name in self._SHARE}
         for name, kind in self._SHARE.items():
             setattr(self, name, kind())
         self.cache = stagecache.open_cache()
