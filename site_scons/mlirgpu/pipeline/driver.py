@@ -27,6 +27,7 @@ from . import source as sources
 from ..llvm import process, toolchain
 from ..cache import remote as remotecache
 from ..util import environment, trace
+from ..util.heap import release_free_memory
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
 from .library import compile_library
@@ -44,7 +45,8 @@ from .translation import OWN, translate_source
 
 def compile_to_object(source, output, options, translator=None, report=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
-    atomically; the CompileResult without the object's bytes, nor its binaries' (they are in the object).
+    atomically; the CompileResult without the object's bytes, its binaries' or its modules' text (its jobs
+    name their modules; the rest is in the files).
     `options`: a front end's CheckedOptions. Where the compile allows (mlirgpu.pipeline.spool), the stage
     runners spool the binaries and the object is copied from the spool, never held whole."""
     require_checked(options, "compile_to_object")
@@ -64,8 +66,11 @@ def compile_to_object(source, output, options, translator=None, report=None):
     if options.depfile:
         write_atomic(options.depfile, make_depfile(output, result.dependencies))
     _profile(source, result, wall, time.perf_counter() - started)
-    result.object_bytes = b""  # written; neither it nor the binaries' bytes go back over a worker's pipe
+    result.object_bytes = b""  # written: neither it, the binaries' bytes nor the modules' text go back
     result.binaries = [dataclasses.replace(item, data=b"") for item in result.binaries]
+    modules = {id(job.module): dataclasses.replace(job.module, text="") for job in result.jobs}
+    result.jobs = [dataclasses.replace(job, module=modules[id(job.module)]) for job in result.jobs]
+    release_free_memory()  # the compile's own data, freed: not held while the result goes back
     return result
 
 

@@ -25,6 +25,7 @@ import signal
 
 from . import stagerunner
 from ..llvm import arena as llvm_arena, process
+from ..util.heap import release_free_memory
 
 MIN_JOBS = 64  # fewer jobs run here in turn: forking and merging would cost more than the second CPU saves
 CHUNK_JOBS = (16, 128)  # jobs per runner, at least and at most (what LLVM keeps of a chunk: 8 MB at most)
@@ -48,17 +49,6 @@ def run_jobs(compile_, jobs, llvm_irs, dumps):
     return outputs
 
 
-def _release_free_memory():
-    """Give the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing). The compile's
-    process freed tens of MB reading, scanning and translating a file of many modules, in pages a freed block
-    keeps resident: each runner it forks would share them, and the compile's process would hold them to its end
-    (at 10,000 modules, most of its private memory; issue 40)."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # no malloc_trim in this C library
-        pass
-
-
 class _Fan:
     """The forked runners of one compile's jobs."""
 
@@ -78,7 +68,7 @@ class _Fan:
         compile_.scratch  # noqa: B018 - made here, removed with the compile (a runner's own would outlive it)
         compile_.report(f"{compile_.source}: the stages of {sum(map(len, chunks))} jobs, in forked runners",
                         (compile_.source, None))
-        _release_free_memory()  # what reading and translating the file freed: no runner inherits it
+        release_free_memory()  # what reading and translating the file freed: no runner inherits it
         finished = {}  # chunk index -> what its runner sent, or None when it failed
         started = added = done = at_once = most = 0
         try:
@@ -103,7 +93,7 @@ class _Fan:
             if self.running and self.dumps:
                 self.dumps.remove_temps()  # a killed runner may have been writing a dump
         compile_.llvm_modules = max(compile_.llvm_modules, most * at_once)
-        _release_free_memory()  # the runners' answers, read and merged
+        release_free_memory()  # the runners' answers, read and merged
         return done
 
     def _start(self, index, chunk):
