@@ -11,10 +11,11 @@ grow by 650 MB. A runner forked per chunk ends with what LLVM kept; it starts wi
 translations in memory, in pages it shares with the compile's process.
 
 What a runner sends back is its jobs' results (stagerunner.JobResult: values, which the driver folds in job order
-as it folds those of jobs run in turn), and what its process did besides: the dumps it wrote with their hashes,
-its tool statistics, the most LLVM modules it held. A runner that fails (a CompileError, an LLVM abort that
-ends it) ends the fan-out: the jobs from the first of its chunk run here, in turn, as without runners, so the
-compile fails, and says where, exactly as it would have.
+as it folds those of jobs run in turn; where the compile spools, a job's embedded bytes stay in the runner's spool
+file and its result says where: mlirgpu.pipeline.spool), and what its process did besides: the dumps it wrote with
+their hashes, its tool statistics, the most LLVM modules it held. A runner that fails (a CompileError, an LLVM
+abort that ends it) ends the fan-out: the jobs from the first of its chunk run here, in turn, as without runners,
+so the compile fails, and says where, exactly as it would have.
 """
 import select
 
@@ -22,6 +23,7 @@ from . import forks
 from ..llvm import arena as llvm_arena, process
 from ..cache import stagecache
 from ..pipeline import jobrunner
+from ..util.heap import release_free_memory
 
 MIN_JOBS = 64  # fewer jobs run here in turn: forking and merging would cost more than the second CPU saves
 CHUNK_JOBS = (16, 128)  # jobs per runner, at least and at most (what LLVM keeps of a chunk: 8 MB at most)
@@ -74,6 +76,7 @@ class _Fan:
         compile_.scratch  # noqa: B018 - made here, removed with the compile (a runner's own would outlive it)
         compile_.report(f"{compile_.source}: the stages of {sum(map(len, chunks))} jobs, in forked runners",
                         (compile_.source, None))
+        release_free_memory()  # what reading and translating the file freed: no runner inherits it
         finished = {}  # chunk index -> what its runner sent, or None when it failed
         results = []
         started = added = at_once = most = 0
@@ -96,6 +99,7 @@ class _Fan:
                 child.kill()
             if self.running and self.dumps:
                 self.dumps.remove_temps()  # a killed runner may have been writing a dump
+        release_free_memory()  # the runners' answers, read and folded
         return results, most * at_once
 
     def _start(self, index, chunk):
@@ -125,6 +129,8 @@ class _Fan:
             self.dumps.hashes, self.dumps.seconds = {}, 0.0
         process.tool_stats.set({})
         results, most = jobrunner.IN_TURN.run_jobs(compile_, chunk, self.llvm_irs, self.dumps)
+        if compile_.spool:  # the embedded bytes stay in this runner's spool file (mlirgpu.pipeline.spool)
+            results = [compile_.spool.kept(job, result) for job, result in zip(chunk, results)]
         if compile_.cache:
             compile_.cache.flush()
         return {"results": results, "tools": process.tool_stats.get(), "llvm_modules": most,

@@ -27,7 +27,8 @@ _HEADER = struct.Struct("<Q")
 
 def _send(stream, value):
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
+    stream.write(_HEADER.pack(len(data)))
+    stream.write(data)  # not joined to its header: a compile's result is never copied once more to be sent
     stream.flush()
 
 

@@ -16,6 +16,8 @@ def compile_file(source, options, environment=None):
 
 
 def compile_to_object(source, output, options, environment=None):
-    """Compile `source` and write the host object (and the C header and depfile, when asked) atomically."""
+    """Compile `source` and write the host object (and the C header and depfile, when asked) atomically; the
+    CompileResult without bytes (the object's, the binaries' and the modules' text are in the files written,
+    and never held all at once for a file of many modules): `compile_file` gives them in memory."""
     options = check_options(source, options)
     return compiles.compile_to_object(source, output, options, environment)

@@ -17,20 +17,22 @@ callbacks: `report(what, where)` before each step (a worker passes it to its cal
 LLVM aborts), and the dump folder's `stage_output` (mlirgpu.pipeline.dumps), so no stage knows whether anything
 is dumped or watched.
 """
+import dataclasses
 import json
 import os
 import time
 
-from . import compileentry, embed, hostobject, jobrunner, repro, stagerunner
+from . import compileentry, embed, hostobject, jobrunner, repro, spool, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
 from ..util import environment, trace
+from ..util.heap import release_free_memory
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
 from .library import compile_library
 from ..errors import CompileError, CompileWarning
 from ..util.mlirtext import Unreadable
-from ..util.fsutil import remove_stale_temps, write_atomic, write_if_changed
+from ..util.fsutil import remove_stale_temps, write_atomic, write_atomic_with, write_if_changed
 from ..compile_options import hint
 from .planning import (HOST_DUMP, REPRO_DUMP, check_output_roles, container_dump, fat_container, plan, planned_dumps,
                        require_checked)
@@ -42,20 +44,32 @@ from .translation import OWN, translate_source
 
 def compile_to_object(source, output, options, translator=None, report=None, runner=None):
     """Compile `source` in this process and write the host object, the C header and the depfile (as asked)
-    atomically; the CompileResult without the object's bytes. `options`: a front end's CheckedOptions."""
+    atomically; the CompileResult without the object's bytes, its binaries' or its modules' text (its jobs
+    name their modules; the rest is in the files).
+    `options`: a front end's CheckedOptions. Where the compile allows (mlirgpu.pipeline.spool), the stage
+    runners spool the binaries and the object is copied from the spool, never held whole."""
     require_checked(options, "compile_to_object")
     if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
         return compile_library(source, output, options, translator or OWN, report or _no_report, runner)
     started, wall = time.perf_counter(), time.time()
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
-    result = compile_source(source, options, output, translator, report, runner)
-    write_atomic(output, result.object_bytes)
+    with spool.Spool() as spooling:
+        result = _compile_source(source, options, output, translator, report, runner, spooling)
+        obj = result.object_bytes
+        if isinstance(obj, spool.ObjectParts):
+            write_atomic_with(output, obj.write_to)
+        else:
+            write_atomic(output, obj)
     if options.header:  # unchanged text keeps its time: the C files including it are not recompiled
         write_if_changed(options.header, result.header)
     if options.depfile:
         write_atomic(options.depfile, make_depfile(output, result.dependencies))
     _profile(source, result, wall, time.perf_counter() - started)
-    result.object_bytes = b""  # written; not sent back over a worker's pipe
+    result.object_bytes = b""  # written: neither it, the binaries' bytes nor the modules' text go back
+    result.binaries = [dataclasses.replace(item, data=b"") for item in result.binaries]
+    modules = {id(job.module): dataclasses.replace(job.module, text="") for job in result.jobs}
+    result.jobs = [dataclasses.replace(job, module=modules[id(job.module)]) for job in result.jobs]
+    release_free_memory()  # the compile's own data, freed: not held while the result goes back
     return result
 
 
@@ -70,9 +84,14 @@ def compile_source(source, options, output=None, translator=None, report=None, r
     if options.emit == LIBRARY:  # its files are named after a prefix: only compile_to_object writes them
         raise CompileError("a library compile writes files: it needs their prefix", file=source,
                            fix="use compile_to_object(source, PREFIX, options): PREFIX.<target>.bc")
+    return _compile_source(source, options, output, translator, report, runner, None)
+
+
+def _compile_source(source, options, output, translator, report, runner, spooling):
     token = process.tool_stats.set({})
     try:
-        result = _compile(source, options, output, translator or OWN, report or _no_report, runner or jobrunner.IN_TURN)
+        result = _compile(source, options, output, translator or OWN, report or _no_report,
+                          runner or jobrunner.IN_TURN, spooling)
         result.tools = process.tool_stats.get()
     finally:
         process.tool_stats.reset(token)
@@ -83,7 +102,7 @@ def _no_report(what, where):
     """The default progress callback: nobody is told."""
 
 
-def _compile(source, options, output, translator, report, runner):
+def _compile(source, options, output, translator, report, runner, spooling):
     compile_wall, compile_begun = time.time(), time.perf_counter()
     timings = {}
     started = time.perf_counter()
@@ -109,6 +128,8 @@ def _compile(source, options, output, translator, report, runner):
                 outputs, binaries, obj = _replay(compile_, loaded, jobs, entry, dumps)
                 timings["cached"] = time.perf_counter() - started
             else:
+                if spooling and not (dumps or entry_key or loaded.has_host_code):  # see mlirgpu.pipeline.spool
+                    compile_.spool = spooling
                 loaded, jobs, outputs, binaries, obj = _run_middle(compile_, loaded, jobs, translator, dumps, warnings,
                                                                    timings, entry_key)
         finally:
@@ -147,6 +168,9 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     started = time.perf_counter()
     loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator, compile_.warn)
     timings["translate"] = time.perf_counter() - started
+    if compile_.spool:  # the jobs as translated (a module that did not translate cut straight is planned again)
+        compile_.spool.plan(loaded, jobs, options, lambda job, output: hostobject.job_bytes(job, output,
+                                                                                            options.format))
     absent = [module.name for module in loaded.modules
               if not any(attr.target.codegen.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)

@@ -52,6 +52,12 @@ def writes(binaries, layout, section, source_name):
 
 def host_object(binaries, layout, section, source_name):
     """The ELF object of `binaries` and their registry (see `writes` for where it is LLVM's)."""
+    return b"".join(host_object_parts(binaries, layout, section, source_name))
+
+
+def host_object_parts(binaries, layout, section, source_name):
+    """The ELF object of `binaries` as its parts in file order: bytes, and each binary's data as it is given
+    (bytes, or a spool.Spooled range the object is copied from as it is written), never joined here."""
     elf = _Object()
     placed = []
     for index, item in enumerate(binaries):
@@ -131,6 +137,7 @@ class _Object:
         return self.symbol(name, _STT_OBJECT, section, section.place(data, align), len(data), local)
 
     def written(self):
+        """The object file's parts, in file order."""
         self.section(".note.GNU-stack", 0)
         contents = list(self.sections.values())
         relocated = [self._relocation_section(section) for section in contents if section.relocations]
@@ -166,7 +173,7 @@ class _Object:
             names[1][s.name], s.kind, s.flags, 0, s.offset, s.size, s.link, s.info, s.align, s.entsize) for s in table]
         header = _HEADER.pack(_IDENT, _ET_REL, _EM_X86_64, 1, 0, 0, end + padding, 0, _HEADER.size, 0, 0,
                               _SECTION_HEADER.size, len(headers), strtab.index)
-        return b"".join([header] + parts + [bytes(padding)] + headers)
+        return [header] + parts + [bytes(padding)] + headers
 
     def _relocation_section(self, section):
         rela = _Section(".rela" + section.name, _SHT_RELA, _SHF_INFO_LINK, align=8, entsize=_RELOCATION.size)

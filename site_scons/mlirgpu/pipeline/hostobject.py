@@ -10,7 +10,7 @@ import os
 import re
 import time
 
-from . import elfobject, embed, lowering
+from . import elfobject, embed, lowering, spool
 from . import source as sources
 from .embed import Embedded
 from .planning import container_dump, fat_container
@@ -20,7 +20,7 @@ from ..util.mlirtext import SYMBOL, hex_escaped
 from ..util.naming import c_name
 
 
-def _job_bytes(job, output, fmt):
+def job_bytes(job, output, fmt):
     """What upstream embeds for one job: the target's assembly object plus the NUL SelectObject adds, or the
     target's binary for the format."""
     if fmt == "isa":
@@ -30,11 +30,15 @@ def _job_bytes(job, output, fmt):
 
 def embeddings(compile_, source, jobs, outputs, dumps):
     """The binaries of the host object: per module one fat container when its target makes one for its chips
-    (or the layout needs one), else one per (module, target)."""
+    (or the layout needs one), else one per (module, target); a job's bytes that a runner spooled are the
+    spool's reference to them (mlirgpu.pipeline.spool)."""
     options = compile_.options
     embedded = []
+    by_module = {}  # grouped once: a search of every job per module is 1.5 s of CPU at 10,000 modules
+    for job in jobs:
+        by_module.setdefault(id(job.module), []).append(job)
     for module in source.modules:
-        mjobs = [job for job in jobs if job.module is module]
+        mjobs = by_module.get(id(module), [])
         container = fat_container([job.attr for job in mjobs], options, source.has_host_code)
         if container:
             target = mjobs[0].target
@@ -51,10 +55,11 @@ def embeddings(compile_, source, jobs, outputs, dumps):
             index = _selected_index(module)
             mjobs = [mjobs[min(index, len(mjobs) - 1)]]
         for job in mjobs:
+            spooled = compile_.spooled.get(job.id)
             name = options.symbol_prefix + (c_name(module.name) if source.has_host_code else job.symbol)
             embedded.append(Embedded(name, module.name, job.target, (job.chip,),
                                      job.target.outputs.embedded_format(options.format),
-                                     _job_bytes(job, outputs[job.id], options.format)))
+                                     job_bytes(job, outputs[job.id], options.format) if spooled is None else spooled))
     return embedded
 
 
@@ -73,7 +78,7 @@ def _gpu_binary(module, jobs, outputs, options):
             entries["section"] = f'"{options.section}"'
         properties = ("properties = {" + ", ".join(f"{k} = {v}" for k, v in sorted(entries.items())) + "}, "
                       if entries else "")
-        data = _job_bytes(job, outputs[job.id], options.format)
+        data = job_bytes(job, outputs[job.id], options.format)
         if options.format == "isa":
             data = data[:-1]  # the object as the serializer made it; the host translation adds the NUL
         objects.append(f"#gpu.object<{job.attr.text}, {properties}{kind}\"{hex_escaped(data)}\">")
@@ -99,7 +104,8 @@ def translate_host(source, jobs, outputs, options):
 def host_object(compile_, binaries, host):
     """The host object: the binaries, with MLIR's launch glue when the file has host code (`host`: its
     translated LLVM IR); without host code written directly (mlirgpu.pipeline.elfobject), LLVM's object
-    for the same IR."""
+    for the same IR. Its bytes, or where binaries were spooled its spool.ObjectParts (copied from the spool
+    as it is written)."""
     from ..llvm.ops import object_from_ir
 
     options, source_name = compile_.options, os.path.basename(compile_.source)
@@ -107,5 +113,6 @@ def host_object(compile_, binaries, host):
     if host is not None:
         return object_from_ir(embed.host_ir_with_glue(host, binaries, source_name))
     if elfobject.writes(binaries, options.layout, options.section, source_name):
-        return elfobject.host_object(binaries, options.layout, options.section, source_name)
-    return object_from_ir(embed.host_ir(binaries, options.layout, options.section, source_name))
+        parts = elfobject.host_object_parts(binaries, options.layout, options.section, source_name)
+        return spool.ObjectParts(parts) if compile_.spooled else b"".join(parts)
+    return object_from_ir(embed.host_ir(spool.materialized(binaries), options.layout, options.section, source_name))

@@ -50,6 +50,8 @@ class Compile:
         self.trace = []  # Chrome trace events of the stages (mlirgpu.util.trace)
         self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
         self.llvm_modules = 0  # the most LLVM modules the stages held at once, in all processes (at most)
+        self.spool = None  # where forked runners spool the embedded bytes, or None (mlirgpu.pipeline.spool)
+        self.spooled = {}  # job id -> spool.Spooled: where a runner spooled that job's embedded bytes
 
     @property
     def scratch(self):
@@ -88,6 +90,8 @@ class Compile:
             self.timings[stage] = self.timings.get(stage, 0.0) + seconds
         self.dependencies += result.dependencies
         self.warnings += result.warnings
+        if result.spooled is not None:
+            self.spooled[job.id] = result.spooled
 
 
 @dataclass
@@ -107,6 +111,7 @@ class JobResult:
     timings: dict  # stage -> seconds
     dependencies: tuple  # the libraries its link stage read
     warnings: tuple  # what the compile's warning sink got while it ran (the remote cache's faults)
+    spooled: object = None  # spool.Spooled: where a forked runner spooled its embedded bytes (mlirgpu.pipeline.spool)
 
 
 @dataclass

@@ -56,6 +56,12 @@ def write_atomic(path, data):
     """Write bytes or str to `path` atomically, creating its folder."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
+    write_atomic_with(path, lambda handle: handle.write(data))
+
+
+def write_atomic_with(path, write):
+    """Write `path` atomically, creating its folder: `write(handle)` writes its bytes to a binary file (a
+    host object copied from the stage runners' spool: never one `bytes` in memory)."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = temp_name(os.path.join(folder, os.path.basename(path)))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -71,7 +77,7 @@ def write_atomic(path, data):
         raise CompileError(f"cannot write '{path}': {reason}", fix="choose a writable output location") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
         os.replace(tmp, path)
     except OSError as exc:
         remove_quietly(tmp)
