@@ -11,6 +11,7 @@ import pytest
 from corpusutil import CORPUS, instantiate
 from elfcompare import assert_same_object, llvm_object, random_binaries
 from mlirgpu import CompileOptions
+from mlirgpu.execution import fanout
 from mlirgpu.llvm import ops, toolchain
 from mlirgpu.pipeline import driver, elfobject, embed
 from mlirgpu.pipeline.planning import check_options
@@ -38,7 +39,7 @@ def test_compile_writes_llvms_object_without_llvm(shape, tmp_path, monkeypatch, 
     made = []
     monkeypatch.setenv("MLIRGPU_CACHE", "off")  # the middle runs: no object replayed from a compile entry
     monkeypatch.setattr(ops, "object_from_ir", lambda *args, **kwargs: made.append(args) or b"")
-    result = driver.compile_source(source, options)
+    result = driver.compile_source(source, options, runner=fanout.FORKED)
     assert made == [], "the host object of a file without host code went through LLVM IR"
     monkeypatch.undo()
     reference = llvm_object(result.binaries, options.layout, options.section, os.path.basename(source))

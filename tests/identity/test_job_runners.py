@@ -95,3 +95,23 @@ def test_in_turn_and_forked_runners_leave_the_same_compile(tmp_path, cuda_root, 
     for part in ("object", "stages", "timings", "dependencies", "trace", "warnings", "dumps"):
         assert in_turn[part] == forked[part], part
     assert {state for job in forked["stages"].values() for state in job.values()} == {"ran"}
+
+
+def test_the_in_turn_runner_refuses_isolated_code_generation_with_the_fix(tmp_path):
+    """LLVM 22's SPIR-V back end would give a second module of one process wrong bytes, not an error: the
+    pipeline's own runner, which cannot isolate, refuses an XeVM compile and names the runner that can."""
+    from mlirgpu import CompileOptions
+    from mlirgpu.pipeline import driver
+    from mlirgpu.pipeline.planning import check_options
+
+    from corpusutil import CORPUS, instantiate
+
+    source = instantiate(os.path.join(CORPUS, "atomics_cas.xevm.mlir"), tmp_path / "cas.mlir", "pvc", 2)
+    options = check_options(source, CompileOptions(format="bin"))
+    with pytest.raises(CompileError) as refused:
+        driver.compile_source(source, options)
+    assert "must run isolated" in str(refused.value)
+    assert "runner=mlirgpu.execution.fanout.FORKED" in refused.value.fix
+    assert refused.value.file == source
+    forked = driver.compile_source(source, options, runner=fanout.FORKED)
+    assert forked.binaries and all(item.data[:4] == b"\x03\x02\x23\x07" for item in forked.binaries)  # SPIR-V magic

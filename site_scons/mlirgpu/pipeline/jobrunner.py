@@ -5,7 +5,7 @@ A runner is an object with two methods:
     run_jobs(compile_, jobs, llvm_irs, dumps)   -> ([stagerunner.JobResult of each job, in order], LLVM modules)
     isolate(produce, what)                      -> produce()'s value, computed apart from this process's state
 
-The pipeline's own (`IN_TURN`) runs the jobs one after another in this process and calls `produce()` here. The
+The pipeline's own (`IN_TURN`) runs the jobs one after another in this process and refuses to isolate. The
 speed machinery lives above the pipeline (mlirgpu.execution.fanout: jobs in forked stage runners, code
 generation in a forked child), and its front ends pass it as `runner=`; the pipeline itself never forks.
 
@@ -14,12 +14,14 @@ so the origins, trace, timings, payloads, libraries and warnings are the same as
 second number is the most LLVM modules the runner's processes held at once (at most), for the benchmarks.
 """
 from . import stagerunner
+from ..errors import CompileError
 from ..llvm import arena as llvm_arena
 
 
 class InTurn:
-    """The jobs one after another in this process; `isolate` calls `produce` here (a caller that compiles for a
-    target whose code generation needs isolation passes a runner that forks: mlirgpu.execution.fanout)."""
+    """The jobs one after another in this process. It cannot isolate: code generation that must run apart
+    (LLVM 22's SPIR-V back end, mlirgpu.llvm.ops.emit_assembly) would come out wrong here, not fail, so it is
+    refused with the fix (a runner that forks, mlirgpu.execution.fanout, which every front end passes)."""
 
     def run_jobs(self, compile_, jobs, llvm_irs, dumps):
         llvm_arena.reset_module_peak()
@@ -27,7 +29,11 @@ class InTurn:
         return results, llvm_arena.module_peak()
 
     def isolate(self, produce, what):
-        return produce()
+        raise CompileError(f"{what}: this target's code generation must run isolated from the process's earlier "
+                           "LLVM work (LLVM 22's SPIR-V back end keeps module state between compiles), and the "
+                           "pipeline's in-turn job runner cannot isolate it",
+                           fix="compile through mlirgpu.compile_file / compile_to_object, the CLI or SCons, or "
+                               "pass runner=mlirgpu.execution.fanout.FORKED to mlirgpu.pipeline.driver")
 
 
 IN_TURN = InTurn()
