@@ -37,9 +37,11 @@ class Spooled:
         return self.size
 
     def read(self):
-        with open(self.path, "rb") as handle:
-            handle.seek(self.offset)
-            return handle.read(self.size)
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            return _read_range(fd, self.offset, self.size)
+        finally:
+            os.close(fd)
 
 
 class Spool:
