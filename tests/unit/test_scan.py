@@ -27,21 +27,25 @@ def test_scan_reads_aliases_comments_strings_and_quoted_names(tmp_path):
                      for s in ("initial.ll", "linked.ll", "opt.ll", "isa")] + ["repro.sh", "mlirgpu.json"]
 
 
-def test_a_big_string_literal_is_scanned_in_bounded_memory():
-    """A 2 MB dense_resource string costs the scan a few copies of the text, not sre's backtracking state per
-    character (142 bytes per character of the file with a string pattern written `"(?:[^"\\]|\\.)*"`)."""
+def _scanned_with_peak(text):
+    """The scan of `text` and the peak of Python memory it allocated."""
     import tracemalloc
 
     from mlirgpu.pipeline.scan import scan_text
 
-    text = (TRICKY + '{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x04000000' + "0000803F" * (1 << 18)
-            + '"\n    }\n  }\n#-}\n')
     tracemalloc.start()
     try:
-        scan = scan_text(text)
-        peak = tracemalloc.get_traced_memory()[1]
+        return scan_text(text), tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_big_string_literal_is_scanned_in_bounded_memory():
+    """A 2 MB dense_resource string costs the scan a few copies of the text, not sre's backtracking state per
+    character (142 bytes per character of the file with a string pattern written `"(?:[^"\\]|\\.)*"`)."""
+    text = (TRICKY + '{-#\n  dialect_resources: {\n    builtin: {\n      blob: "0x04000000' + "0000803F" * (1 << 18)
+            + '"\n    }\n  }\n#-}\n')
+    scan, peak = _scanned_with_peak(text)
     assert scan.suffix_start > 0 and [module.name for module in scan.modules] == ["odd name"]
     assert peak < 12 * len(text)
 
@@ -49,18 +53,11 @@ def test_a_big_string_literal_is_scanned_in_bounded_memory():
 def test_leading_comment_lines_are_scanned_without_a_blanked_copy():
     """A file that starts with megabytes of comment lines costs the scan no blanked copy of them (was three: the
     blank, `clean` and `masked`, 48 MB each for a 48 MiB file); the modules' offsets are the file's."""
-    import tracemalloc
-
     from mlirgpu.pipeline.scan import scan_text
 
     comments = ("// " + "x" * 76 + "\n") * 40000
     text = comments + TRICKY
-    tracemalloc.start()
-    try:
-        scan = scan_text(text)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    scan, peak = _scanned_with_peak(text)
     alone = scan_text(TRICKY)
     assert [(m.name, m.start, m.end) for m in scan.modules] == \
         [(m.name, m.start + len(comments), m.end + len(comments)) for m in alone.modules]
