@@ -59,7 +59,8 @@ def _on_cluster(url, source, output, options, tell):
 
 def compile_command(source, output, options, tell):
     """The compile of a command (`mlirgpu compile`): on the Dask cluster $MLIRGPU_EXECUTOR names, else (or when
-    the cluster sends it back) in a worker started first, whose Python and LLVM start-up overlap this process
+    the cluster sends it back) in a worker started first (a fork of this process when it runs no other thread,
+    which skips a new interpreter and the imports made here), whose LLVM start-up overlaps this process
     translating the source meanwhile; the worker asks for that translation only if its compile translates. A
     worker already waiting (a compile server's runner keeps one) translates what it needs itself: nothing, when
     the stage cache holds the compile. `tell(text)` shows one line of ours."""
@@ -71,6 +72,7 @@ def compile_command(source, output, options, tell):
         if result is not None:
             return result
     warm = _POOL.warm()
+    _POOL.booting_here = True
     _POOL.prestart(1)
     from .batch import translate_many
 

@@ -140,6 +140,7 @@ class Pool:
         self.forking = False  # fork workers from one zygote of this pool's, rather than start each on its own
         self.from_server = False  # take the zygote from the running compile server, when there is one
         self.here = False  # fork workers from this process (it is booted)
+        self.booting_here = False  # fork workers from this process, to boot in the child (a command's own process)
         self.log_folder = None  # where workers keep their LLVM logs (None: the temporary folder)
         self.zygote = None  # the zygote workers are forked from now, or None
         self._idle = []
@@ -149,6 +150,8 @@ class Pool:
     def _start(self):
         if self.here:
             worker = LLVMWorker(processes.fork_here, self.log_folder)
+        elif self.booting_here and threading.active_count() == 1:  # a fork of a threaded process could deadlock
+            worker = LLVMWorker(processes.fork_booting, self.log_folder)
         else:
             if self.zygote is not None and self.zygote.process.poll() is not None:
                 self.zygote.close()

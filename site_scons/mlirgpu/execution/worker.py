@@ -53,15 +53,18 @@ def boot(log_path, expected_major, llvm=True):
     """Import and initialize what a compile needs; LLVM's own messages go to `log_path`. Without `llvm`, LLVM is
     loaded by the first compile that needs it (importing mlirgpu.llvm.ops loads it): a compile whose entry is
     cached never does."""
-    from ..cache import remote as remotecache
-    from ..llvm import toolchain
+    from ..util.heap import no_collection
 
-    _log_to(log_path)
-    toolchain.expect_llvm_major(expected_major)
-    if llvm:
-        from ..llvm import ops as llvm_ops  # noqa: F401 - loads and initializes LLVM
-    remotecache.preload()
-    return entry_points()
+    with no_collection():
+        from ..cache import remote as remotecache
+        from ..llvm import toolchain
+
+        _log_to(log_path)
+        toolchain.expect_llvm_major(expected_major)
+        if llvm:
+            from ..llvm import ops as llvm_ops  # noqa: F401 - loads and initializes LLVM
+        remotecache.preload()
+        return entry_points()
 
 
 def _log_to(log_path):

@@ -164,8 +164,10 @@ def main(argv=None):
                         stream.flush()
                 os._exit(code)
             return code
-    from ..frontends.cli import main as cli_main
+    from ..util.heap import no_collection
 
+    with no_collection():
+        from ..frontends.cli import main as cli_main
     return cli_main(argv)
 
 

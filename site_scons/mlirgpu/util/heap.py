@@ -1,11 +1,14 @@
-"""Giving the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing).
+"""Giving the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing), and importing
+without the cyclic collector.
 
 A compile of a file of many modules frees tens of MB (the file's text, its scan, the translation's output), in
 pages that freed blocks keep resident: each stage runner forked afterwards would share them, and the compile's
 process would hold them while it answers its caller (issue 40: peak memory that does not grow with the number
 of modules).
 """
+import contextlib
 import ctypes
+import gc
 
 
 def release_free_memory():
@@ -13,3 +16,18 @@ def release_free_memory():
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # no malloc_trim in this C library
         pass
+
+
+@contextlib.contextmanager
+def no_collection():
+    """Run the block with the cyclic collector off (then back as it was): importing the pipeline creates tens of
+    thousands of objects, none of them garbage, and the collections they trigger are a sixth of the import's
+    time (measured: 197 against 163 ms for the command line and the pipeline), paid by every command, worker
+    and zygote that starts."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
