@@ -90,6 +90,35 @@ def test_a_scan_after_leading_comments_is_the_scan_of_the_whole_text(monkeypatch
     assert cut > len(bodies)
 
 
+def test_leading_comments_end_where_whitespace_and_comment_rules_say():
+    """On random text of comment, blank, indented, CRLF, form-feed, Unicode-space and code lines: the search that
+    steps over plain comment and blank lines ends where `\\s*` and comment runs, matched line by line, end."""
+    import random
+    import re
+
+    from mlirgpu.util import mlirtext
+
+    space = re.compile(r"\s*")
+
+    def by_rules(text):
+        pos = 0
+        while True:
+            pos = space.match(text, pos).end()
+            if not text.startswith("//", pos):
+                return text.rfind("\n", 0, pos) + 1
+            pos = mlirtext._COMMENT_RUN_AT.match(text, pos).end()  # noqa: SLF001 - the comment rule itself
+
+    parts = ["// c\n", "  // d\n", "\n", "\r\n", "\t//x\r\n", " \f// y\n", "\u2028", "  \n", "module {\n", "x",
+             "//", " ", "\t", "\n\n", "// a", "/", "\x0b\n", "\u00a0// z\n"]
+    rng = random.Random(40)
+    stepped = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 10)))
+        assert mlirtext.leading_comments_end(text) == by_rules(text), repr(text)
+        stepped += by_rules(text) > 0
+    assert stepped > 5000
+
+
 def test_text_readers_find_what_their_plain_regular_expressions_find():
     """On random text: the unrolled string pattern of SYMBOL matches what `"(?:[^"\\\n]|\\.)*"` matches,
     `unpreceded` finds what a leading lookbehind finds, and `skip_space` skips what str.isspace() says."""

@@ -58,6 +58,13 @@ def bounded(argv, seconds, input=None, cwd=None):
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
+# MLIR's tools write stderr unbuffered (LLVM's errs()): `print-ir` of a lowering prints its module a token at a
+# time, 3,600 writes for 12 KB. Woken for each, the reader would spend more CPU than the tool; after a read this
+# short it lets the output gather for a millisecond first (a pipe holds 64 KB: the tool never waits on it).
+DRIBBLE_BYTES = 4096
+DRIBBLE_SECONDS = 0.001
+
+
 class _Prestarted:
     """A tool started before its input exists: it has loaded its program and waits on its stdin (MLIR's tools
     spend most of a small run loading libMLIR). `sh` runs it and writes its exit status on a pipe, so whichever
@@ -147,12 +154,16 @@ class _Prestarted:
                     if not pending:
                         os.close(self.stdin)
                         self.stdin = pending = None
+                dribble = False
                 for fd in readable:
                     data = os.read(fd, 1 << 16)
                     if data:
                         chunks[fd].append(data)
+                        dribble = dribble or len(data) < DRIBBLE_BYTES
                     else:
                         open_fds.discard(fd)
+                if dribble and pending is None:
+                    time.sleep(DRIBBLE_SECONDS)
         finally:
             self.close()
         text = b"".join(chunks[status]).strip()
