@@ -168,19 +168,41 @@ def test_tool_upgraded_in_place_rebuilds_its_objects(tmp_path):
 
 
 def _workers_of(pid):
-    """Processes (workers, zygote, forked workers) started for the build process `pid`."""
-    found = []
+    """The Python processes (zygote, workers, stage runners) descending from the build process `pid`, as (pid,
+    start time) pairs: a zygote or worker forked from the build keeps the build's command line, so they are found
+    by parentage, and told apart from a later process given the same pid by their start time."""
+    python = os.path.realpath(sys.executable)
+    parents, found = {}, []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+        if entry.isdigit() and _stat(int(entry)):
+            parents[int(entry)] = int(_stat(int(entry))[1])
+    for child in parents:
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                argv = handle.read().split(b"\0")
+            if os.path.realpath(f"/proc/{child}/exe") != python:
+                continue
         except OSError:
             continue
-        if b"mlirgpu.execution.worker" in argv and str(pid).encode() in argv:
-            found.append(int(entry))
+        ancestor = parents.get(child)
+        while ancestor not in (None, 0, 1, pid):
+            ancestor = parents.get(ancestor)
+        if ancestor == pid:
+            found.append((child, _stat(child)[19]))
     return found
+
+
+def _stat(pid):
+    """The fields of /proc/PID/stat after the command name (state first), or None for a process gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else fields
+
+
+def _still_running(workers):
+    """Those of `workers` ((pid, start time) pairs) that still run."""
+    return [(pid, started) for pid, started in workers if (_stat(pid) or [None] * 20)[19] == started]
 
 
 def _snapshot(folder):
@@ -223,7 +245,7 @@ def test_killing_the_build_process_alone_leaves_no_writer(tmp_path, delay):
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     time.sleep(0.5)
-    assert _workers_of(process.pid) == [], f"workers {workers} outlived the build"
+    assert _still_running(workers) == [], f"workers {workers} outlived the build"
     before = _snapshot(project)
     time.sleep(3)  # a surviving worker would have finished its compile (ptxas sleeps 2 s) and written by now
     assert _snapshot(project) == before

@@ -159,7 +159,8 @@ class Pool:
             if self.zygote is None and self.from_server:
                 self.zygote = processes.Zygote.from_server()
             if self.zygote is None and self.forking:
-                self.zygote = processes.Zygote.spawn(self.log_folder)
+                self.zygote = processes.Zygote.fork_here(self.log_folder) if threading.active_count() == 1 \
+                    else processes.Zygote.spawn(self.log_folder)  # a fork of a threaded process could deadlock
             worker = LLVMWorker(self.zygote.fork if self.zygote else processes.spawn_worker, self.log_folder)
         self._started.append(worker)
         return worker

@@ -7,8 +7,8 @@ running several compiles at once starts one and forks every worker from it, so o
 import of the pipeline and the Redis client (about 0.15 s of CPU) serve all of them, at the moment the build
 itself is busiest, and the workers share the zygote's pages until they write them. A build's zygote does not
 load LLVM: its workers load it when a compile needs it, so the compiles of a clean build whose entries are
-cached start sooner (the compile server's zygote, booted once, has it). The zygote is one of ours (`spawn`),
-or a child of a running compile server (`from_server`), reached through the server's socket: a build then
+cached start sooner (the compile server's zygote, booted once, has it). The zygote is one of ours (`spawn`, or
+`fork_here` from a caller running one thread), or a child of a running compile server (`from_server`), reached through the server's socket: a build then
 starts no Python or LLVM of its own. Forked workers are the zygote's children, not the caller's: the zygote
 tells the caller their pids and exit statuses. The handles give what the caller uses of a `Popen`.
 """
@@ -124,6 +124,27 @@ class Zygote:
         )
         theirs.close()
         return cls(ours, process, log_path)
+
+    @classmethod
+    def fork_here(cls, log_folder=None):
+        """A zygote forked from this process, which runs no other thread and has imported part of the pipeline (a
+        build tool reading its build files: SCons's emitters scan sources): it boots from there, without a new
+        interpreter's start-up and the imports made here, so the build's first compiles wait less for it."""
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        log_path = new_log(log_folder)
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                worker.die_with_parent(parent)
+                devnull = os.open(os.devnull, os.O_RDWR)
+                os.dup2(devnull, 0)  # never the build tool's stdin
+                worker.serve_zygote(theirs, worker.boot(log_path, LLVM_MAJOR, llvm=False))
+            finally:
+                os._exit(1)  # never return into the build tool's code
+        theirs.close()
+        return cls(ours, _Child(pid, None, None), log_path)
 
     @classmethod
     def from_server(cls):
@@ -299,7 +320,8 @@ def fork_booting(log_path):
 
 
 class _Child:
-    """The `Popen` of a worker forked from this very process (`fork_here`, `fork_booting`)."""
+    """The `Popen` of a worker or zygote forked from this very process (`fork_here`, `fork_booting`,
+    `Zygote.fork_here`)."""
 
     def __init__(self, pid, stdin, stdout):
         self.pid = pid
