@@ -23,8 +23,8 @@ from . import scancache, sourcefile
 from . import source as sources
 from ..util import mlirtext
 from ..errors import CompileError
-from ..util.mlirtext import (SYMBOL, Structure, Unreadable, read_symbol, target_list,
-                       unpreceded, value_end)
+from ..util.mlirtext import SYMBOL, Structure, Unreadable, read_symbol, unpreceded, value_end
+from ..util.mlirtargets import target_list
 from ..util.mlirops import gpu_module_header, header_end, op_spans
 from ..llvm.mlirtools import TRANSLATED_DIALECTS
 from .planning import check_options, library_files, plan, planned_dumps

@@ -16,8 +16,8 @@ from . import lowering
 from .planning import missing_target
 from ..compile_options import hint
 from ..util.mlirops import first_gpu_module, function_attribute_names, gpu_module_header, op_spans
-from ..util.mlirtext import (SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, target_list,
-                             unpreceded)
+from ..util.mlirtext import SYMBOL, Structure, Unreadable, matching_close, skip_space, symbol_name, unpreceded
+from ..util.mlirtargets import target_list
 from ..llvm.mlirtools import run_mlir_tool
 from ..targets import TARGETS, target_for_attribute
 from ..targets.base import TargetAttr
