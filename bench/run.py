@@ -45,15 +45,35 @@ SCONS = [sys.executable, os.path.join(os.path.dirname(sys.executable), "scons")]
 
 
 def timed(argv, cwd, env=None):
-    """Seconds a command takes, and the CPU seconds (user + system) of it and every process it waited for."""
+    """Seconds a command takes, and the CPU seconds of its whole process tree: `perf stat`'s task-clock where
+    perf works (it counts every descendant, waited for or not: a worker's fork servers and their runs, which no
+    process waits for, are half of a build's CPU), else user + system of it and every process it waited for."""
+    counted = _PERF and ["perf", "stat", "-x,", "-e", "task-clock", "-o", _PERF, "--"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    run = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.run((counted or []) + argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
     seconds = time.perf_counter() - started
     if run.returncode != 0:
         raise SystemExit(f"benchmark command failed: {' '.join(argv)} in {cwd}\n{run.stderr[-3000:]}")
+    if counted:
+        with open(_PERF) as handle:
+            return seconds, next(float(line.split(",")[0]) / 1000 for line in handle if ",task-clock" in line)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def _perf_output():
+    """A file for `perf stat`'s counts, or '' where perf is missing or may not count (perf_event_paranoid)."""
+    if not shutil.which("perf"):
+        return ""
+    path = os.path.join(tempfile.gettempdir(), f"mlirgpu-bench-perf-{os.getpid()}.txt")
+    probe = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", "-o", path, "--", "true"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return path if probe.returncode == 0 else ""
+
+
+_PERF = _perf_output()
 
 
 def peak_memory(argv, cwd):
