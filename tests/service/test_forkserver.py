@@ -3,6 +3,7 @@ folder, arguments, environment, streams and exit status its caller gave; it refu
 going away, and ends after its last run once its owner lets it go. Checked on a probe program compiled here and
 on the real mlir-translate, each against a fresh process."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,6 +77,22 @@ def test_a_forked_run_is_a_fresh_run(tmp_path, probe_server, how):
     assert forked == fresh
     assert f"cwd={tmp_path}\n".encode() in forked[1] and b"arg=two words\n" in forked[1]
     assert forked[0] == {"exit:0": 0, "exit:3": 3, "signal:11": -11, "signal:6": -6}[how]
+
+
+@pytest.mark.parametrize("bind_now", [True, False])
+def test_a_run_gets_the_callers_environment_whichever_way_the_server_binds(tmp_path, built, bind_now):
+    """A fork server that resolved every symbol at load (LD_BIND_NOW, its own setting) gives its runs the
+    caller's environment, as a fresh run has it: `env` forked prints what `env` run prints."""
+    preload, _probe = built
+    program = os.path.realpath(shutil.which("env"))
+    server = forkserver.ForkServer(program, preload, bind_now)
+    try:
+        environment = {"PROBE": "x", "PATH": os.environ["PATH"]}
+        forked = _forked(server, [program], str(tmp_path), environment)
+        assert forked == _fresh([program], str(tmp_path), environment)
+        assert b"PROBE=x\n" in forked[1] and b"LD_" not in forked[1] and b"MLIRGPU" not in forked[1]
+    finally:
+        server.close()
 
 
 def test_runs_do_not_see_each_other(tmp_path, probe_server):

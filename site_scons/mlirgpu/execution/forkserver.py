@@ -114,7 +114,10 @@ class ForkServer:
     """The tool `program` loaded and waiting in a fork server (started by its owner: the compile server, or a
     worker that no server supplies)."""
 
-    def __init__(self, program, preload):
+    def __init__(self, program, preload, bind_now=True):
+        """`bind_now`: the server resolves every symbol of the tool's libraries as it loads them (LD_BIND_NOW),
+        about 12 ms once, so no run forked from it resolves them again (2-4 ms of each small mlir-opt run's CPU,
+        measured); one that serves a run or two is better off binding lazily."""
         self.program = program  # its real path
         # Checked again before each load (OSError if no longer so): a folder of this user's closed to others,
         # holding the library as this user's own plain file.
@@ -127,7 +130,8 @@ class ForkServer:
         ours.setblocking(True)
         ours.settimeout(READY_SECONDS)
         self.loader = loader_environment(os.environ)
-        environment = dict(os.environ, LD_PRELOAD=preload, MLIRGPU_FORKSERVER_FD=str(theirs.fileno()))
+        environment = dict(os.environ, LD_PRELOAD=preload, MLIRGPU_FORKSERVER_FD=str(theirs.fileno()),
+                           **({"LD_BIND_NOW": "1"} if bind_now else {}))  # the runs get the caller's environment
         os.set_inheritable(theirs.fileno(), True)
         try:
             # Its own session: it outlives a kill of the compile server's process group long enough to report

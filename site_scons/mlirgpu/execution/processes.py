@@ -8,9 +8,10 @@ import of the pipeline and the Redis client (about 0.15 s of CPU) serve all of t
 itself is busiest, and the workers share the zygote's pages until they write them. A build's zygote does not
 load LLVM: its workers load it when a compile needs it, so the compiles of a clean build whose entries are
 cached start sooner (the compile server's zygote, booted once, has it). The zygote is one of ours (`spawn`, or
-`fork_here` from a caller running one thread), or a child of a running compile server (`from_server`), reached through the server's socket: a build then
-starts no Python or LLVM of its own. Forked workers are the zygote's children, not the caller's: the zygote
-tells the caller their pids and exit statuses. The handles give what the caller uses of a `Popen`.
+`fork_here` from a caller running one thread), or a child of a running compile server (`from_server`), reached
+through the server's socket: a build then starts no Python or LLVM of its own. Forked workers are the zygote's
+children, not the caller's: the zygote tells the caller their pids and exit statuses. The handles give what the
+caller uses of a `Popen`.
 """
 import _socket  # the C module: `socket` itself costs 11 ms of start-up for the same calls
 import contextlib
@@ -311,7 +312,7 @@ def fork_booting(log_path):
             worker.die_with_parent(parent)
             os.close(from_us)
             os.close(to_us)
-            worker.serve_forked([to_worker, from_worker], log_path, worker.boot(log_path, LLVM_MAJOR))
+            worker.serve_forked([to_worker, from_worker], log_path, worker.boot(log_path, LLVM_MAJOR), one_command=True)
         finally:
             os._exit(1)  # never return into the caller's code
     os.close(to_worker)

@@ -75,7 +75,7 @@ def _log_to(log_path):
     os.close(log)
 
 
-def serve(protocol_in, protocol_out, entry_points):
+def serve(protocol_in, protocol_out, entry_points, one_command=False):
     """The worker's loop. A compile reports each step it starts to the caller (`progress`), which names the step
     if LLVM ends this process; its translator asks the caller for the translation the caller made ahead."""
     def report(what, where):
@@ -84,7 +84,7 @@ def serve(protocol_in, protocol_out, entry_points):
     def ask():
         return protocol.ask_caller(protocol_out, protocol_in)
 
-    _fork_tools_here()
+    _fork_tools_here(bind_now=not one_command)
     while True:
         request = protocol.receive_request(protocol_in)
         if request is None:
@@ -120,14 +120,15 @@ def _serve_spawned(log_path, expected_major, parent_pid):
     serve(protocol_in, protocol_out, boot(log_path, expected_major))
 
 
-def serve_forked(fds, log_path, entry_points):
-    """A forked worker (of a zygote, or of a booted process): the protocol is on the pipe ends `fds`."""
+def serve_forked(fds, log_path, entry_points, one_command=False):
+    """A forked worker (of a zygote, or of a booted process): the protocol is on the pipe ends `fds`.
+    `one_command`: it serves the compile of one command (mlirgpu.execution.processes.fork_booting)."""
     protocol_in, protocol_out = os.fdopen(fds[0], "rb"), os.fdopen(fds[1], "wb")
     _log_to(log_path)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # never a client's stdin, whichever command was running when this worker was forked
     os.close(devnull)
-    serve(protocol_in, protocol_out, entry_points)
+    serve(protocol_in, protocol_out, entry_points, one_command)
 
 
 def _serve_zygote(control_fd, log_path, expected_major, parent_pid):
@@ -197,24 +198,25 @@ def _reap(pid, timeout, ended):
     return ended[pid]
 
 
-def _fork_tools_here():
+def _fork_tools_here(bind_now=True):
     """Runs of MLIR's and LLVM's tools that no compile server supplies to this worker (a build without a server,
     a compile in process) fork from fork servers of the worker's own (mlirgpu.execution.forkserver), each started at its
     tool's first run and ending with the worker: a compile that assembles and links its binary runs llvm-mc and
-    ld.lld, and a new process of either spends most of its CPU loading libLLVM."""
+    ld.lld, and a new process of either spends most of its CPU loading libLLVM. `bind_now`: see ForkServer."""
     from . import forkserver
 
     for program in forkserver.loadable().values():
         if not process.supplied(program):
-            process.supply(program, _OwnForkServer(program).run)
+            process.supply(program, _OwnForkServer(program, bind_now).run)
 
 
 class _OwnForkServer:
     """A worker's fork server of one tool, started at the tool's first run; after a failure (no C compiler for
     its library, a fork server that stopped answering) the worker starts that tool per run."""
 
-    def __init__(self, program):
+    def __init__(self, program, bind_now):
         self.program = program
+        self.bind_now = bind_now  # a worker of one command runs a tool once or twice: it binds lazily
         self.server = None
         self.failed = False
 
@@ -227,7 +229,7 @@ class _OwnForkServer:
         if self.server is None:
             try:
                 preload, _reason = forkserver.library(rendezvous.folder())
-                self.server = forkserver.ForkServer(self.program, preload) if preload else None
+                self.server = forkserver.ForkServer(self.program, preload, self.bind_now) if preload else None
             except (OSError, rendezvous.Unavailable):
                 self.server = None
             if self.server is None:
