@@ -8,7 +8,7 @@ import os
 import pytest
 
 from corpusutil import CORPUS, instantiate
-from mlirgpu import CompileOptions
+from mlirgpu import CompileError, CompileOptions
 from mlirgpu.execution import fanout
 from mlirgpu.llvm import process
 from mlirgpu.llvm.ops import object_from_ir
@@ -106,3 +106,26 @@ def test_host_ir_the_patch_does_not_know_is_translated_again(tmp_path, monkeypat
 
 def _translations(result):
     return [entry[0] for tool, entry in result.tools.items() if "mlir-translate" in tool]
+
+
+def test_a_module_that_does_not_translate_is_reported_at_its_line_as_before(tmp_path, monkeypatch):
+    """A gpu.module of a file with host code that mlir-translate refuses: the joint run fails, the modules are
+    translated alone as without host code, and the error names the file's line of the op, as it did when the
+    host code had a run of its own."""
+    monkeypatch.setenv("MLIRGPU_CACHE", "off")
+    source = instantiate(os.path.join(CORPUS, "host_pipeline.nvvm.mlir"), tmp_path / "bad.mlir", "sm_80", 2)
+    text = open(source, encoding="utf-8").read()
+    call = '      llvm.call_intrinsic "llvm.mlirgpu.unknown"() : () -> ()\n'
+    with open(source, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("      %r = llvm.fmul %v, %a : f32\n", "      %r = llvm.fmul %v, %a : f32\n" + call))
+    line = open(source, encoding="utf-8").read().splitlines().index(call.rstrip("\n")) + 1
+    options = check_options(source, CompileOptions(format="bin"))
+    messages = []
+    for joint in (True, False):
+        if not joint:
+            monkeypatch.setattr(hostplaceholder, "placeholder", lambda *args: None)
+        with pytest.raises(CompileError) as failure:
+            driver.compile_source(source, options)
+        messages.append(str(failure.value))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith(f"{source}:{line}: error: could not find LLVM intrinsic"), messages[0]
