@@ -3,8 +3,9 @@
 As upstream: per gpu.module one fat container where its target makes one for its chips (or the layout needs
 one), else one binary per (module, target); with host code only the object `#gpu.select_object` picks, and the
 host code translated with each gpu.module replaced by a `gpu.binary` holding our bytes, so MLIR's launch glue
-loads them (translated in the modules' run with markers for the bytes and patched, mlirgpu.pipeline.hostplaceholder,
-or where that cannot be shown exact translated here once the binaries exist). The object's LLVM IR comes from mlirgpu.pipeline.embed; without host code the object is
+loads them (translated in the modules' run with markers for the bytes, then patched:
+mlirgpu.pipeline.hostplaceholder; where that cannot be shown exact, translated here once the binaries exist).
+The object's LLVM IR comes from mlirgpu.pipeline.embed; without host code the object is
 written directly (mlirgpu.pipeline.elfobject), the same bytes.
 """
 import os
