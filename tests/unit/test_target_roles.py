@@ -26,6 +26,7 @@ USES = {
     "pipeline/driver.py": {"codegen", "outputs"},
     "pipeline/embed.py": {"outputs"},
     "pipeline/hostobject.py": {"outputs"},
+    "pipeline/gpubinary.py": {"outputs"},
     "pipeline/library.py": {"codegen"},
     "pipeline/lowering.py": {"checks", "lowering"},
     "pipeline/pipelinefixes.py": {"lowering"},

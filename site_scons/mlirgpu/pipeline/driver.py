@@ -2,12 +2,13 @@
 
     read the source        cut its gpu.modules straight from the text (scan.direct_source), else mlir-opt
     plan                   jobs (module x target), names, checks, before any work (planning)
-    translate              mlir-translate, one run for all modules (or the caller's translator: translation)
+    translate              mlir-translate, one run for all modules and the host code with placeholder binaries
+                           (or the caller's translator: translation; hostplaceholder)
     per job, the stages    initial.ll -> linked.ll -> opt.ll -> isa -> binary: MLIR's `ModuleToObject::run`
                            (its translation amended, then link, optimize, emit, serialize), with the targets' hooks
                            (stagerunner)
-    embed                  the binaries in one host object (with host code: MLIR's launch glue; hostobject),
-                           and the C header
+    embed                  the binaries in one host object (with host code: MLIR's launch glue, its IR patched
+                           with the binaries; hostobject), and the C header
     record                 with dumps: repro.sh and the record (record); with a depfile asked for, the depfile
 
 A whole compile's middle may come from the stage cache as one entry (compileentry), replayed as the stages
@@ -22,7 +23,7 @@ import json
 import os
 import time
 
-from . import compileentry, embed, hostobject, jobrunner, repro, spool, stagerunner
+from . import compileentry, embed, hostobject, hostplaceholder, jobrunner, repro, spool, stagerunner
 from . import source as sources
 from ..llvm import process, toolchain
 from ..util import environment, trace
@@ -39,7 +40,7 @@ from .planning import (HOST_DUMP, REPRO_DUMP, check_output_roles, container_dump
 from .record import make_depfile, new_record
 from .scan import direct_source, scan_file
 from .stages import LIBRARY
-from .translation import OWN, translate_source
+from .translation import OWN, translate_with_host
 
 
 def compile_to_object(source, output, options, translator=None, report=None, runner=None):
@@ -166,7 +167,9 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     bytes)."""
     source, options = compile_.source, compile_.options
     started = time.perf_counter()
-    loaded, jobs, llvm_irs, same = translate_source(source, loaded, jobs, options, translator, compile_.warn)
+    placeholder = hostplaceholder.placeholder(loaded, jobs, options) if loaded.has_host_code else None
+    loaded, jobs, llvm_irs, same, host_ir = translate_with_host(source, loaded, jobs, options, translator,
+                                                                compile_.warn, placeholder)
     timings["translate"] = time.perf_counter() - started
     if compile_.spool:  # the jobs as translated (a module that did not translate cut straight is planned again)
         compile_.spool.plan(loaded, jobs, options, lambda job, output: hostobject.job_bytes(job, output,
@@ -181,7 +184,8 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
                                            f"is the substitute {path}", file=source, line=job.module.line))
     binaries = hostobject.embeddings(compile_, loaded, jobs, outputs, dumps)
     started = time.perf_counter()
-    host = hostobject.translate_host(loaded, jobs, outputs, options) if loaded.has_host_code else None
+    host = hostobject.translate_host(loaded, jobs, outputs, options, placeholder, host_ir) \
+        if loaded.has_host_code else None
     if dumps and host is not None:
         dumps.write(HOST_DUMP, host)
     obj = hostobject.host_object(compile_, binaries, host)

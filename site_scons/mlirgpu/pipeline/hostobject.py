@@ -3,20 +3,22 @@
 As upstream: per gpu.module one fat container where its target makes one for its chips (or the layout needs
 one), else one binary per (module, target); with host code only the object `#gpu.select_object` picks, and the
 host code translated with each gpu.module replaced by a `gpu.binary` holding our bytes, so MLIR's launch glue
-loads them. The object's LLVM IR comes from mlirgpu.pipeline.embed; without host code the object is
+loads them (translated in the modules' run with markers for the bytes, then patched:
+mlirgpu.pipeline.hostplaceholder; where that cannot be shown exact, translated here once the binaries exist).
+The object's LLVM IR comes from mlirgpu.pipeline.embed; without host code the object is
 written directly (mlirgpu.pipeline.elfobject), the same bytes.
 """
 import os
 import re
 import time
 
-from . import elfobject, embed, lowering, spool
+from . import elfobject, embed, hostplaceholder, lowering, spool
 from . import source as sources
 from .embed import Embedded
+from .gpubinary import binary_ops
 from .planning import container_dump, fat_container
 from ..compile_options import hint
 from ..llvm.mlirtools import run_mlir_tool
-from ..util.mlirtext import SYMBOL, hex_escaped
 from ..util.naming import c_name
 
 
@@ -68,30 +70,23 @@ def _selected_index(module):
     return int(match.group(1)) if match else 0
 
 
-def _gpu_binary(module, jobs, outputs, options):
-    """`gpu.binary @m [#gpu.object<...>, ...]` carrying our bytes, for translating host code as upstream."""
-    kind = {"isa": "assembly = ", "bin": "bin = ", "fatbin": ""}[options.format]
-    objects = []
-    for job in jobs:
-        entries = dict(job.target.outputs.object_properties(job, options.format))
-        if options.section:  # upstream 22.1.8 records it for one target only; we honour it for every target
-            entries["section"] = f'"{options.section}"'
-        properties = ("properties = {" + ", ".join(f"{k} = {v}" for k, v in sorted(entries.items())) + "}, "
-                      if entries else "")
-        data = job_bytes(job, outputs[job.id], options.format)
-        if options.format == "isa":
-            data = data[:-1]  # the object as the serializer made it; the host translation adds the NUL
-        objects.append(f"#gpu.object<{job.attr.text}, {properties}{kind}\"{hex_escaped(data)}\">")
-    symbol = SYMBOL.search(module.text, module.text.index("gpu.module")).group(1)
-    handler = f" {module.handler}" if module.handler else ""
-    return f"  gpu.binary @{symbol}{handler} [{', '.join(objects)}]\n"
+def object_bytes(job, output, fmt):
+    """A job's bytes as its `#gpu.object` in a gpu.binary holds them: for an assembly object without the NUL
+    that the host translation adds."""
+    data = job_bytes(job, output, fmt)
+    return data[:-1] if fmt == "isa" else data
 
 
-def translate_host(source, jobs, outputs, options):
-    """Host LLVM IR: each gpu.module replaced by a gpu.binary with our objects, translated by mlir-translate."""
-    pieces = {module.name: _gpu_binary(module, [j for j in jobs if j.module is module], outputs, options)
-              for module in source.modules}
-    container = sources.replace_modules(source.container, pieces)
+def translate_host(source, jobs, outputs, options, placeholder=None, translated=None):
+    """Host LLVM IR, as mlir-translate gives it for the host code with each gpu.module replaced by a gpu.binary
+    holding our objects: `translated` (the LLVM IR of `placeholder`, a hostplaceholder.Placeholder made in the
+    device modules' run) patched with the binaries where the patch is exact, else a translation of its own."""
+    data_of = lambda job: object_bytes(job, outputs[job.id], options.format)  # noqa: E731
+    if translated is not None:
+        host = hostplaceholder.patched(translated, placeholder, data_of, len(source.modules))
+        if host is not None:
+            return host
+    container = sources.replace_modules(source.container, binary_ops(source, jobs, data_of, options))
     if source.host_passes:  # the rest of the user's pipeline, as upstream runs it after serializing
         container = run_mlir_tool("mlir-opt", ["-", f"--pass-pipeline={source.host_passes}",
                                                "--mlir-print-local-scope", "--mlir-print-debuginfo"], source.path,

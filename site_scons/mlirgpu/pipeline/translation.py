@@ -46,9 +46,29 @@ def translate_source(source, loaded, jobs, options, translator, warn):
     caller's translator serves modules cut straight from the file (what a caller translates ahead); such a module
     that does not translate is read again through mlir-opt, which reports the error at its exact place (or gives
     the modules that translate). `warn`: the compile's warning sink."""
+    return translate_with_host(source, loaded, jobs, options, translator, warn, None)[:4]
+
+
+def translate_with_host(source, loaded, jobs, options, translator, warn, placeholder):
+    """translate_source, and the host code's LLVM IR in the same mlir-translate run: `placeholder` (a
+    hostplaceholder.Placeholder, or None) is one more piece after the modules (a file with host code is never
+    cut straight from its text, so its modules are always translated here). (loaded, jobs, {module: LLVM IR},
+    same, the placeholder's LLVM IR or None). Where that run fails the modules are translated alone, as
+    without host code, so a module's error is reported as before (and the host code's by its own run later)."""
     direct = loaded.modules[0].direct
+    if placeholder is not None and not direct:
+        pieces = [module.text for module in loaded.modules] + [placeholder.text]
+        try:
+            irs = translate_pieces(pieces, source, warn)
+        except ToolTimedOut:
+            raise
+        except CompileError:
+            irs = None
+        if irs is not None:
+            return loaded, jobs, dict(zip((module.name for module in loaded.modules), irs)), True, irs[-1]
     try:
-        return loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules, warn), True
+        return (loaded, jobs, (translator if direct else OWN).translate(source, loaded.modules, warn), True,
+                None)
     except ToolTimedOut:
         raise  # a hanging mlir-translate would hang again on the normalised modules
     except CompileError:
@@ -56,4 +76,4 @@ def translate_source(source, loaded, jobs, options, translator, warn):
             raise
     loaded = sources.load(source, options)
     jobs = plan(loaded.modules, source, options)
-    return loaded, jobs, OWN.translate(source, loaded.modules, warn), False
+    return loaded, jobs, OWN.translate(source, loaded.modules, warn), False, None
