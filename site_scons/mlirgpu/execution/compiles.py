@@ -72,13 +72,13 @@ def compile_command(source, output, options, tell):
         if result is not None:
             return result
     warm = _POOL.warm()
-    _POOL.booting_here = True
+    ahead = not warm and _size(source) <= AHEAD_MAX_BYTES
+    _POOL.booting_here = () if ahead else ("mlir-translate",)  # else the worker translates: its tool loads now
     _POOL.prestart(1)
     from .batch import translate_many
 
     started = time.perf_counter()
     try:
-        ahead = not warm and _size(source) <= AHEAD_MAX_BYTES
         translated = translate_many([source], at_least=1).get(source) if ahead else None  # failures: the worker's
     except ToolTimedOut as exc:  # raised only if the compile translates (a cached one never does)
         translated = exc

@@ -8,6 +8,7 @@ own); or forked from this process, which is booted (a compile server's runner). 
 the caller raises a CompileError naming the module and stage it was in and the last line of its LLVM log.
 """
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -140,7 +141,9 @@ class Pool:
         self.forking = False  # fork workers from one zygote of this pool's, rather than start each on its own
         self.from_server = False  # take the zygote from the running compile server, when there is one
         self.here = False  # fork workers from this process (it is booted)
-        self.booting_here = False  # fork workers from this process, to boot in the child (a command's own process)
+        # Fork workers from this process, to boot in the child (a command's own process): the tools whose fork
+        # servers the child starts as it boots, or None.
+        self.booting_here = None
         self.log_folder = None  # where workers keep their LLVM logs (None: the temporary folder)
         self.zygote = None  # the zygote workers are forked from now, or None
         self._idle = []
@@ -150,8 +153,8 @@ class Pool:
     def _start(self):
         if self.here:
             worker = LLVMWorker(processes.fork_here, self.log_folder)
-        elif self.booting_here and threading.active_count() == 1:  # a fork of a threaded process could deadlock
-            worker = LLVMWorker(processes.fork_booting, self.log_folder)
+        elif self.booting_here is not None and threading.active_count() == 1:  # a threaded one's fork could deadlock
+            worker = LLVMWorker(functools.partial(processes.fork_booting, tools=self.booting_here), self.log_folder)
         else:
             if self.zygote is not None and self.zygote.process.poll() is not None:
                 self.zygote.close()

@@ -298,11 +298,12 @@ def fork_here(log_path):
     return _Child(pid, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))
 
 
-def fork_booting(log_path):
+def fork_booting(log_path, tools=()):
     """A worker forked from this process, which has imported the pipeline's front half but loaded no LLVM (a
     command's own process, MLIRGPU_SERVER=off): the child boots from there, without a new interpreter's start-up
     and the imports this process already made (about 0.15 s of a small compile's 0.4). Forked from the main
-    thread only: the kernel ties a worker's death with its parent to the thread that forked it."""
+    thread only: the kernel ties a worker's death with its parent to the thread that forked it. `tools`: those
+    whose fork servers the child starts as it boots (see worker.boot)."""
     to_worker, from_us = os.pipe()
     to_us, from_worker = os.pipe()
     parent = os.getpid()
@@ -312,7 +313,8 @@ def fork_booting(log_path):
             worker.die_with_parent(parent)
             os.close(from_us)
             os.close(to_us)
-            worker.serve_forked([to_worker, from_worker], log_path, worker.boot(log_path, LLVM_MAJOR), one_command=True)
+            entry_points = worker.boot(log_path, LLVM_MAJOR, one_command=tools)
+            worker.serve_forked([to_worker, from_worker], log_path, entry_points, one_command=True)
         finally:
             os._exit(1)  # never return into the caller's code
     os.close(to_worker)

@@ -49,10 +49,12 @@ def entry_points():
             "compile_to_object": functools.partial(pipeline.compile_to_object, runner=FORKED)}
 
 
-def boot(log_path, expected_major, llvm=True):
+def boot(log_path, expected_major, llvm=True, one_command=None):
     """Import and initialize what a compile needs; LLVM's own messages go to `log_path`. Without `llvm`, LLVM is
     loaded by the first compile that needs it (importing mlirgpu.llvm.ops loads it): a compile whose entry is
-    cached never does."""
+    cached never does. `one_command`: this worker serves one command's compile; the tools named there (the
+    translator, when the command does not translate ahead) get fork servers now, which load on the other CPU
+    while LLVM loads here, so their first run waits for nothing (45 ms of a command's mlir-translate)."""
     from ..util.heap import no_collection
 
     with no_collection():
@@ -61,6 +63,8 @@ def boot(log_path, expected_major, llvm=True):
 
         _log_to(log_path)
         toolchain.expect_llvm_major(expected_major)
+        if one_command is not None:
+            _fork_tools_here(bind_now=False, started=one_command)
         if llvm:
             from ..llvm import ops as llvm_ops  # noqa: F401 - loads and initializes LLVM
         remotecache.preload()
@@ -198,21 +202,26 @@ def _reap(pid, timeout, ended):
     return ended[pid]
 
 
-def _fork_tools_here(bind_now=True):
+def _fork_tools_here(bind_now=True, started=()):
     """Runs of MLIR's and LLVM's tools that no compile server supplies to this worker (a build without a server,
     a compile in process) fork from fork servers of the worker's own (mlirgpu.execution.forkserver), each started at its
     tool's first run and ending with the worker: a compile that assembles and links its binary runs llvm-mc and
-    ld.lld, and a new process of either spends most of its CPU loading libLLVM. `bind_now`: see ForkServer."""
+    ld.lld, and a new process of either spends most of its CPU loading libLLVM. `bind_now`: see ForkServer; the
+    tools `started` get theirs now."""
     from . import forkserver
 
-    for program in forkserver.loadable().values():
+    for tool, program in forkserver.loadable().items():
         if not process.supplied(program):
-            process.supply(program, _OwnForkServer(program, bind_now).run)
+            own = _OwnForkServer(program, bind_now)
+            if tool in started:
+                own.start()
+            process.supply(program, own.run)
 
 
 class _OwnForkServer:
-    """A worker's fork server of one tool, started at the tool's first run; after a failure (no C compiler for
-    its library, a fork server that stopped answering) the worker starts that tool per run."""
+    """A worker's fork server of one tool, started at the tool's first run (or as the worker boots); after a
+    failure (no C compiler for its library, a fork server that stopped answering) the worker starts that tool per
+    run."""
 
     def __init__(self, program, bind_now):
         self.program = program
@@ -220,21 +229,23 @@ class _OwnForkServer:
         self.server = None
         self.failed = False
 
-    def run(self, argv):
-        """A started run of `argv` (mlirgpu.llvm.process), or None: the caller starts the tool itself."""
+    def start(self):
+        """Start the fork server (it loads the tool while this process goes on), or mark it failed."""
         from . import forkserver, rendezvous
 
+        try:
+            preload, _reason = forkserver.library(rendezvous.folder())
+            self.server = forkserver.ForkServer(self.program, preload, self.bind_now) if preload else None
+        except (OSError, rendezvous.Unavailable):
+            self.server = None
+        self.failed = self.server is None
+
+    def run(self, argv):
+        """A started run of `argv` (mlirgpu.llvm.process), or None: the caller starts the tool itself."""
+        if self.server is None and not self.failed:
+            self.start()
         if self.failed:
             return None
-        if self.server is None:
-            try:
-                preload, _reason = forkserver.library(rendezvous.folder())
-                self.server = forkserver.ForkServer(self.program, preload, self.bind_now) if preload else None
-            except (OSError, rendezvous.Unavailable):
-                self.server = None
-            if self.server is None:
-                self.failed = True
-                return None
         started = self.server.run(argv, os.getcwd(), dict(os.environ))
         if started is None:
             self.failed = not self.server.ready
