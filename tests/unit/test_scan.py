@@ -249,3 +249,22 @@ def test_pieces_of_a_file_with_megabytes_of_comments_or_a_blob_are_those_of_the_
     big = pieces("blob.mlir", alias + module + blob + "\n" * 5000)
     assert big[0] == small[0] and big[1][:2] == small[1][:2]
     assert big[1][2] == small[1][2].replace(empty + "\n", "") + blob + "\n"
+
+
+def test_a_big_source_hashed_beside_its_decoding_gives_the_serial_text_and_hash():
+    """A source over PARALLEL_BYTES is hashed on another thread: the same text and SHA-256 as one after the other,
+    and a file that is not UTF-8 raises as before, with no thread left running."""
+    import hashlib
+    import threading
+
+    import pytest
+
+    from mlirgpu.pipeline import sourcefile
+
+    data = ("// \u00e9t\u00e9 " * 500_000 + "module {}\n").encode("utf-8")
+    assert len(data) > sourcefile.PARALLEL_BYTES
+    expected = data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+    assert sourcefile._decoded_and_hashed(data) == expected  # noqa: SLF001
+    with pytest.raises(UnicodeDecodeError):
+        sourcefile._decoded_and_hashed(data + b"\xff")  # noqa: SLF001
+    assert not [t for t in threading.enumerate() if t.name == "mlirgpu-source-hash"]
