@@ -143,8 +143,9 @@ def _compile(source, options, output, translator, report, runner, spooling):
         _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, obj, output)
         timings["dumps"] = dumps.seconds
     dependencies = [source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
-    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun,
-                                  process.tool_stats.get())] + compile_.trace
+    events = compile_.trace  # the compile's own event first, then its stages'
+    events.whole.insert(0, trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun,
+                                               process.tool_stats.get()))
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=compile_.warnings,
