@@ -18,6 +18,7 @@ hashes, its tool statistics, the most LLVM modules it held. A runner that fails 
 abort that ends it) ends the fan-out: the jobs from the first of its chunk run here, in turn, as without runners,
 so the compile fails, and says where, exactly as it would have.
 """
+import gc
 import select
 
 from . import forks
@@ -82,6 +83,8 @@ class _Fan:
         release_free_memory()  # what reading and translating the file freed: no runner inherits it
         finished = {}  # chunk index -> what its runner sent, or None when it failed
         started = added = folded = at_once = most = 0
+        collecting = gc.isenabled()
+        gc.disable()  # a collection here writes to every page of this process's objects, which the runners share
         try:
             while self.running or (started < len(chunks) and None not in finished.values()):
                 while len(self.running) < runners and started < len(chunks) and None not in finished.values():
@@ -97,6 +100,8 @@ class _Fan:
                     folded += self._add(chunks[added], finished.pop(added))
                     added += 1
         finally:
+            if collecting:
+                gc.enable()
             for _index, child in self.running.values():  # only when this process is interrupted
                 child.kill()
             if self.running and self.dumps:

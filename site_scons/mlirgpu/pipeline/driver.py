@@ -175,6 +175,8 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     absent = [module.name for module in loaded.modules
               if not any(attr.target.codegen.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)
+    if compile_.spool:  # each job reads its module's LLVM IR from the spool's folder, not this process's memory
+        llvm_irs = compile_.spool.translations(llvm_irs)
     outputs = jobrunner.run_jobs(compile_, jobs, llvm_irs, dumps)
     for job in jobs:
         for stage, path in compile_.substituted.get(job.id, {}).items():
