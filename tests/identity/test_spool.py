@@ -101,3 +101,27 @@ def test_translations_in_a_file_read_back_as_written(tmp_path):
     assert dict(translations) == irs and list(translations) == ["a", "b", "c"] and len(translations) == 3
     with pytest.raises(KeyError):
         translations["d"]  # noqa: B018
+
+
+def test_translations_that_cannot_be_written_stay_in_memory(tmp_path, monkeypatch):
+    """A full disk or `ulimit -f` while writing them: the compile keeps them in memory, leaving no file."""
+    irs = {"a": "; ModuleID = 'a'\n" * 100}
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: _FullDisk(fd))
+    spooling = spool.Spool()
+    spooling.folder = str(tmp_path)
+    assert spooling.translations(irs) is irs
+    assert os.listdir(tmp_path) == []
+
+
+class _FullDisk:
+    def __init__(self, fd):
+        self.fd = fd
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+    def write(self, data):
+        raise OSError(28, "No space left on device")

@@ -79,8 +79,13 @@ class Spool:
                               for job in mjobs)
 
     def translations(self, irs):
-        """`irs` ({module name: LLVM IR}) as Translations in the spool's folder: the caller drops its own."""
-        return Translations(self.folder, irs)
+        """`irs` ({module name: LLVM IR}) as Translations in the spool's folder, for the caller to drop its own;
+        `irs` itself where the file cannot be written (a full disk, `ulimit -f`): the compile goes on in memory,
+        and a stage that writes a file reports the cause as it would have."""
+        try:
+            return Translations(self.folder, irs)
+        except OSError:
+            return irs
 
     def kept(self, job, result):
         """What a runner sends back of `job`'s JobResult: for a spooled job, its embedded bytes go to this
@@ -107,12 +112,16 @@ class Translations(Mapping):
         self._index = {}  # module name -> its place in the file's order
         self._ends = array("q", [0])  # where each module's LLVM IR ends in the file (UTF-8 bytes)
         fd, self.path = tempfile.mkstemp(dir=folder, suffix=".ll")
-        with os.fdopen(fd, "wb") as handle:
-            for name, text in irs.items():
-                data = text.encode("utf-8")
-                handle.write(data)
-                self._index[name] = len(self._ends) - 1
-                self._ends.append(self._ends[-1] + len(data))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                for name, text in irs.items():
+                    data = text.encode("utf-8")
+                    handle.write(data)
+                    self._index[name] = len(self._ends) - 1
+                    self._ends.append(self._ends[-1] + len(data))
+        except BaseException:
+            os.unlink(self.path)
+            raise
 
     def __getitem__(self, name):
         index = self._index[name]
