@@ -11,12 +11,14 @@ grow by 650 MB. A runner forked per chunk ends with what LLVM kept; it starts wi
 translations in memory, in pages it shares with the compile's process.
 
 What a runner sends back is its jobs' results (stagerunner.JobResult: values, which the driver folds in job order
-as it folds those of jobs run in turn; where the compile spools, a job's embedded bytes stay in the runner's spool
-file and its result says where: mlirgpu.pipeline.spool), and what its process did besides: the dumps it wrote with
-their hashes, its tool statistics, the most LLVM modules it held. A runner that fails (a CompileError, an LLVM
+as it folds those of jobs run in turn, each runner's as it arrives, so the compile's process never holds every
+job's result; where the compile spools, a job's embedded bytes go to the runner's spool file as the job ends and
+its result says where: mlirgpu.pipeline.spool), and what its process did besides: the dumps it wrote with their
+hashes, its tool statistics, the most LLVM modules it held. A runner that fails (a CompileError, an LLVM
 abort that ends it) ends the fan-out: the jobs from the first of its chunk run here, in turn, as without runners,
 so the compile fails, and says where, exactly as it would have.
 """
+import gc
 import select
 
 from . import forks
@@ -33,15 +35,15 @@ class Forked:
     """Jobs in forked stage runners (a file of MIN_JOBS jobs or more, with two processes or more), else in turn;
     isolated code generation in a forked child."""
 
-    def run_jobs(self, compile_, jobs, llvm_irs, dumps):
+    def run_jobs(self, compile_, jobs, llvm_irs, dumps, fold):
         runners = process.compile_processes()
-        results, most = [], 0
+        folded, most = 0, 0
         if runners > 1 and len(jobs) >= MIN_JOBS:
             size = min(CHUNK_JOBS[1], max(CHUNK_JOBS[0], -(-len(jobs) // (4 * runners))))
-            results, most = _Fan(compile_, llvm_irs, dumps).run(
+            folded, most = _Fan(compile_, llvm_irs, dumps, fold).run(
                 [jobs[i : i + size] for i in range(0, len(jobs), size)], runners)
-        rest, here = jobrunner.IN_TURN.run_jobs(compile_, jobs[len(results):], llvm_irs, dumps)
-        return results + rest, max(most, here)
+        here = jobrunner.IN_TURN.run_jobs(compile_, jobs[folded:], llvm_irs, dumps, fold)
+        return max(most, here)
 
     def isolate(self, produce, what):
         """`produce()` in a forked child: it starts from this process's state before the work and leaves it
@@ -60,16 +62,18 @@ FORKED = Forked()
 class _Fan:
     """The forked runners of one compile's jobs."""
 
-    def __init__(self, compile_, llvm_irs, dumps):
+    def __init__(self, compile_, llvm_irs, dumps, fold):
         self.compile = compile_
         self.llvm_irs = llvm_irs
         self.dumps = dumps
+        self.fold = fold  # the driver's: each job's result, in job order
         self.running = {}  # read end of a runner's pipe -> (chunk index, its forks.Child)
         self.poll = select.poll()
 
     def run(self, chunks, runners):
-        """Run `chunks`, `runners` at a time: (the results of their jobs, in order, from the first up to the first
-        chunk whose runner failed; the most LLVM modules the runners held at once, at most)."""
+        """Run `chunks`, `runners` at a time, folding their jobs' results in order from the first up to the first
+        chunk whose runner failed: (how many jobs were folded; the most LLVM modules the runners held at once, at
+        most)."""
         from ..llvm import ops  # noqa: F401 - LLVM loaded here once, in pages every runner shares
 
         compile_ = self.compile
@@ -78,8 +82,9 @@ class _Fan:
                         (compile_.source, None))
         release_free_memory()  # what reading and translating the file freed: no runner inherits it
         finished = {}  # chunk index -> what its runner sent, or None when it failed
-        results = []
-        started = added = at_once = most = 0
+        started = added = folded = at_once = most = 0
+        collecting = gc.isenabled()
+        gc.disable()  # a collection here writes to every page of this process's objects, which the runners share
         try:
             while self.running or (started < len(chunks) and None not in finished.values()):
                 while len(self.running) < runners and started < len(chunks) and None not in finished.values():
@@ -92,15 +97,17 @@ class _Fan:
                         finished[index] = sent
                         most = max(most, sent["llvm_modules"] if sent else 0)
                 while finished.get(added) is not None:
-                    results += self._add(finished.pop(added))
+                    folded += self._add(chunks[added], finished.pop(added))
                     added += 1
         finally:
+            if collecting:
+                gc.enable()
             for _index, child in self.running.values():  # only when this process is interrupted
                 child.kill()
             if self.running and self.dumps:
                 self.dumps.remove_temps()  # a killed runner may have been writing a dump
         release_free_memory()  # the runners' answers, read and folded
-        return results, most * at_once
+        return folded, most * at_once
 
     def _start(self, index, chunk):
         child = forks.Child(lambda: self._runner(chunk), close=list(self.running))
@@ -128,16 +135,18 @@ class _Fan:
         if self.dumps:
             self.dumps.hashes, self.dumps.seconds = {}, 0.0
         process.tool_stats.set({})
-        results, most = jobrunner.IN_TURN.run_jobs(compile_, chunk, self.llvm_irs, self.dumps)
-        if compile_.spool:  # the embedded bytes stay in this runner's spool file (mlirgpu.pipeline.spool)
-            results = [compile_.spool.kept(job, result) for job, result in zip(chunk, results)]
+        results = []  # the embedded bytes go to this runner's spool file as each job ends (mlirgpu.pipeline.spool)
+        kept = compile_.spool.kept if compile_.spool else lambda job, result: result
+        most = jobrunner.IN_TURN.run_jobs(compile_, chunk, self.llvm_irs, self.dumps,
+                                          lambda job, result: results.append(kept(job, result)))
         if compile_.cache:
             compile_.cache.flush()
         return {"results": results, "tools": process.tool_stats.get(), "llvm_modules": most,
                 "dumps": (self.dumps.hashes, self.dumps.seconds) if self.dumps else None}
 
-    def _add(self, sent):
-        """Add what a runner's process did besides its jobs, as if its chunk had run here; its job results."""
+    def _add(self, chunk, sent):
+        """Fold a runner's job results, and add what its process did besides, as if its chunk had run here; how
+        many jobs it ran."""
         if self.dumps:
             hashes, seconds = sent["dumps"]
             self.dumps.hashes.update(hashes)
@@ -148,4 +157,6 @@ class _Fan:
                 entry = stats.setdefault(name, [0, 0.0, path])
                 entry[0] += runs
                 entry[1] += seconds
-        return sent["results"]
+        for job, result in zip(chunk, sent["results"], strict=True):
+            self.fold(job, result)
+        return len(chunk)

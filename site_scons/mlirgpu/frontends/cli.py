@@ -290,7 +290,7 @@ def _report(args, result, stats):
 
         write_json(path, {"warnings": [str(w) for w in warnings], "cache_warnings": [str(w) for w in cache_warnings],
                           "dumps": list(result.dumps), "timings": result.timings, "stages": result.stages,
-                          "trace": result.trace})
+                          "trace": list(result.trace)})
 
 
 def _remove_stale_outputs(output, header, depfile, source):

@@ -21,7 +21,8 @@ class CompileResult:
     warnings: list = field(default_factory=list)
     stages: dict = field(default_factory=dict)  # job id -> {stage: "ran" | "cached"} (the stage cache)
     cache_warnings: list = field(default_factory=list)  # the remote cache's faults: said, never the build's failure
-    trace: list = field(default_factory=list)  # Chrome trace events: the compile and each stage of each job
+    trace: object = field(default_factory=list)  # Chrome trace events (dicts; a compile's: util.trace.Events):
+    # the compile and each stage of each job
     llvm_modules: int = 0  # the most LLVM modules the stages held at once, in all processes (at most)
 
 

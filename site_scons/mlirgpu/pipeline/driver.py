@@ -144,8 +144,9 @@ def _compile(source, options, output, translator, report, runner, spooling):
         _finish_dumps(compile_, dumps, loaded, jobs, outputs, binaries, warnings, obj, output)
         timings["dumps"] = dumps.seconds
     dependencies = [source] + compile_dependencies(compile_, jobs) + [toolchain.llvmlite_library()]
-    events = [trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun,
-                                  process.tool_stats.get())] + compile_.trace
+    events = compile_.trace  # the compile's own event first, then its stages'
+    events.whole.insert(0, trace.compile_event(source, len(jobs), compile_wall, time.perf_counter() - compile_begun,
+                                               process.tool_stats.get()))
     return CompileResult(object_bytes=obj, jobs=jobs, dumps=dumps.written if dumps else [], timings=timings,
                          binaries=binaries, header=header, warnings=warnings, dependencies=dependencies,
                          stages=compile_.origins, cache_warnings=compile_.warnings,
@@ -177,6 +178,8 @@ def _run_middle(compile_, loaded, jobs, translator, dumps, warnings, timings, en
     absent = [module.name for module in loaded.modules
               if not any(attr.target.codegen.has_kernels(llvm_irs[module.name]) for attr in module.targets[:1])]
     warnings += _module_warnings(loaded.modules, absent, options, source)
+    if compile_.spool:  # each job reads its module's LLVM IR from the spool's folder, not this process's memory
+        llvm_irs = compile_.spool.translations(llvm_irs)
     outputs = jobrunner.run_jobs(compile_, jobs, llvm_irs, dumps)
     for job in jobs:
         for stage, path in compile_.substituted.get(job.id, {}).items():

@@ -47,7 +47,7 @@ class Compile:
         self.origins = {}  # job id -> {stage: "ran" | "cached" | "substituted"}
         self.substitutes = substitute.available(options.substitute)  # file name -> path
         self.substituted = {}  # job id -> {stage: the substitute's path}
-        self.trace = []  # Chrome trace events of the stages (mlirgpu.util.trace)
+        self.trace = trace.Events()  # Chrome trace events of the stages, held in columns (mlirgpu.util.trace)
         self.payloads = {}  # job id -> {stage: its output as the stage cache stores it} (for the compile entry)
         self.llvm_modules = 0  # the most LLVM modules the stages held at once, in all processes (at most)
         self.spool = None  # where forked runners spool the embedded bytes, or None (mlirgpu.pipeline.spool)
@@ -85,7 +85,7 @@ class Compile:
             self.substituted[job.id] = dict(result.substituted)
         if result.payloads:
             self.payloads[job.id] = dict(result.payloads)
-        self.trace += result.trace
+        self.trace.extend(result.trace)
         for stage, seconds in result.timings.items():
             self.timings[stage] = self.timings.get(stage, 0.0) + seconds
         self.dependencies += result.dependencies
