@@ -80,10 +80,16 @@ def test_ctrl_c_ends_a_compile_with_one_line_and_130(whom, tmp_path):
     (tmp_path / "many.mlir").write_text(_many_modules(2000))
     for stale in ("many.o", "many.h"):
         (tmp_path / stale).write_text("from an earlier build")
-    process = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", "many.mlir", "-o", "many.o", "--format",
-                                "isa", "--header", "many.h", "--dump-intermediates", "D"], cwd=tmp_path,
-                               env=dict(ENV, MLIRGPU_CACHE="off"), stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    # Started as a terminal starts a foreground job: with SIGINT's default action, even where the test runner was
+    # started in the background (a shell's `&` ignores SIGINT, and the command would inherit that).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "mlirgpu", "compile", "many.mlir", "-o", "many.o", "--format",
+                                    "isa", "--header", "many.h", "--dump-intermediates", "D"], cwd=tmp_path,
+                                   env=dict(ENV, MLIRGPU_CACHE="off"), stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     time.sleep(2.5)  # a compile of 2000 modules takes several times that
     (os.killpg if whom == "group" else os.kill)(process.pid, signal.SIGINT)
     _out, stderr = process.communicate(timeout=60)
