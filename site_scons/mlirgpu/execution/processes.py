@@ -281,21 +281,7 @@ class _ForkedProcess:
 def fork_here(log_path):
     """A worker forked from this process, which is booted (LLVM initialized): the compile server's runners start
     their workers so, in a few milliseconds."""
-    to_worker, from_us = os.pipe()
-    to_us, from_worker = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            worker.die_with_parent(parent)
-            os.close(from_us)
-            os.close(to_us)
-            worker.serve_forked([to_worker, from_worker], log_path, worker.entry_points())
-        finally:
-            os._exit(1)  # never return into the caller's code
-    os.close(to_worker)
-    os.close(from_worker)
-    return _Child(pid, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))
+    return _forked_worker(lambda fds: worker.serve_forked(fds, log_path, worker.entry_points()))
 
 
 def fork_booting(log_path, tools=()):
@@ -304,6 +290,13 @@ def fork_booting(log_path, tools=()):
     and the imports this process already made (about 0.15 s of a small compile's 0.4). Forked from the main
     thread only: the kernel ties a worker's death with its parent to the thread that forked it. `tools`: those
     whose fork servers the child starts as it boots (see worker.boot)."""
+    return _forked_worker(lambda fds: worker.serve_forked(fds, log_path, worker.boot(log_path, LLVM_MAJOR, tools=tools),
+                                                          one_command=True))
+
+
+def _forked_worker(serve):
+    """A child of this process that runs `serve(fds)` on its ends of the protocol's pipes and never returns into
+    the caller's code; the caller's `Popen` of it."""
     to_worker, from_us = os.pipe()
     to_us, from_worker = os.pipe()
     parent = os.getpid()
@@ -313,10 +306,9 @@ def fork_booting(log_path, tools=()):
             worker.die_with_parent(parent)
             os.close(from_us)
             os.close(to_us)
-            entry_points = worker.boot(log_path, LLVM_MAJOR, one_command=tools)
-            worker.serve_forked([to_worker, from_worker], log_path, entry_points, one_command=True)
+            serve([to_worker, from_worker])
         finally:
-            os._exit(1)  # never return into the caller's code
+            os._exit(1)
     os.close(to_worker)
     os.close(from_worker)
     return _Child(pid, os.fdopen(from_us, "wb"), os.fdopen(to_us, "rb"))

@@ -49,12 +49,12 @@ def entry_points():
             "compile_to_object": functools.partial(pipeline.compile_to_object, runner=FORKED)}
 
 
-def boot(log_path, expected_major, llvm=True, one_command=None):
+def boot(log_path, expected_major, llvm=True, tools=None):
     """Import and initialize what a compile needs; LLVM's own messages go to `log_path`. Without `llvm`, LLVM is
     loaded by the first compile that needs it (importing mlirgpu.llvm.ops loads it): a compile whose entry is
-    cached never does. `one_command`: this worker serves one command's compile; the tools named there (the
-    translator, when the command does not translate ahead) get fork servers now, which load on the other CPU
-    while LLVM loads here, so their first run waits for nothing (45 ms of a command's mlir-translate)."""
+    cached never does. `tools`, for a worker serving one command's compile: the tools (the translator, when the
+    command does not translate ahead) that get fork servers now, which load on the other CPU while LLVM loads
+    here, so their first run waits for nothing (45 ms of a command's mlir-translate)."""
     from ..util.heap import no_collection
 
     with no_collection():
@@ -63,8 +63,8 @@ def boot(log_path, expected_major, llvm=True, one_command=None):
 
         _log_to(log_path)
         toolchain.expect_llvm_major(expected_major)
-        if one_command is not None:
-            _fork_tools_here(bind_now=False, started=one_command)
+        if tools is not None:
+            _fork_tools_here(bind_now=False, started=tools)
         if llvm:
             from ..llvm import ops as llvm_ops  # noqa: F401 - loads and initializes LLVM
         remotecache.preload()
