@@ -6,6 +6,7 @@ Generated examples per run: MLIRGPU_FUZZ_EXAMPLES (default 25); raise it for a l
 """
 import glob
 import os
+import shlex
 import tempfile
 
 import pytest
@@ -16,6 +17,8 @@ from corpusutil import CORPUS, ROOT, instantiate
 from mlirgpu import CompileOptions
 from mlirgpu.errors import CompileError
 from mlirgpu.pipeline.scan import fast_outputs, mlir_outputs, planned_outputs
+from mlirgpu.pipeline.planning import check_options
+from runlines import run_line
 
 EXAMPLES = int(os.environ.get("MLIRGPU_FUZZ_EXAMPLES", "25"))
 CASES = os.path.join(ROOT, "tests", "data", "scan_cases")
@@ -59,14 +62,31 @@ def test_scan_agrees_with_mlir(path, tmp_path):
         assert "declined" not in outcomes  # the scan reads every file of our own corpus
 
 
+PIPELINES = os.path.join(CORPUS, "pipelines")
+
+
+@pytest.mark.parametrize("name", sorted(name for name in os.listdir(PIPELINES) if name.endswith(".mlir")))
+def test_scan_agrees_with_mlir_on_run_lines(name):
+    """The upstream-style corpus with its RUN line's pipeline as the lowering (what an SCons build of it
+    declares): the scan reads every file, and reads each as mlir-opt does."""
+    path = os.path.join(PIPELINES, name)
+    lowering = run_line(path)
+    if len(shlex.split(lowering)) == 1:
+        lowering = shlex.split(lowering)[0]
+    options = check_options(path, CompileOptions(lowering=lowering, dump_dir="dumps"))
+    assert agree(path, options) == "agreed"
+
+
 def test_scanner_reads_what_it_used_to_miss(tmp_path):
     """Each of these was predicted wrongly before (type aliases, multi-line aliases, `builtin.module`, outlined
-    names colliding with any symbol, one uniquing counter, the enclosing function of a launch)."""
+    names colliding with any symbol, one uniquing counter, the enclosing function of a launch), or declined
+    (generic ops nested in a host function or a launch's body)."""
     expected = {
         "hand_01_type_alias.mlir": ["k"], "hand_02_multiline_alias.mlir": ["k"],
         "hand_20_builtin_module_prefix.mlir": ["k"], "hand_07_outline_collide_llvmfunc.mlir": ["main_kernel_0"],
         "hand_08_two_funcs_two_launches.mlir": ["a_kernel", "a_kernel_0", "b_kernel", "b_kernel_1"],
         "hand_19_launch_in_llvmfunc.mlir": ["second_kernel"],
+        "hand_32_generic_ops_nested_in_host.mlir": ["main_kernel"],
     }
     options = CompileOptions(format="isa", target="nvvm", chip="sm_80")
     for name, modules in expected.items():
@@ -80,7 +100,7 @@ def test_scanner_reads_what_it_used_to_miss(tmp_path):
 def test_scanner_declines_what_it_cannot_know():
     options = CompileOptions(format="isa", target="nvvm", chip="sm_80")
     for name in ("hand_18_launch_named_module.mlir", "hand_18b_launch_into_existing_module.mlir",
-                 "hand_25_generic_func_with_launch.mlir"):
+                 "hand_25_generic_func_with_launch.mlir", "hand_33_generic_global_names_kernel.mlir"):
         assert fast_outputs(os.path.join(CASES, name), options) is None, name
 
 

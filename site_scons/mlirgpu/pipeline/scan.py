@@ -80,11 +80,13 @@ def _gpu_module(st, name_end, aliases, lists):
 
 
 def _body_facts(st, start, end, shared):
-    """The symbols named and the ops used in [start, end). Each name is interned and each set is the one in
-    `shared` equal to it where there is one: 10,000 modules using the same few ops hold one set of them, not
-    10,000 (the scan is remembered while the compile runs: 17 MB less at 10,000 modules)."""
+    """The symbols named and the ops used in [start, end), in custom syntax and in generic syntax (whose quoted
+    names the masked text hides). Each name is interned and each set is the one in `shared` equal to it where
+    there is one: 10,000 modules using the same few ops hold one set of them, not 10,000 (the scan is
+    remembered while the compile runs: 17 MB less at 10,000 modules)."""
     symbols = frozenset(sys.intern(match.group(1)) for match in SYMBOL.finditer(st.clean, start, end))
-    ops = frozenset(sys.intern(match.group(1)) for match in unpreceded(_OPS, st.masked, _OP_BEFORE, start, end))
+    ops = frozenset([*(sys.intern(match.group(1)) for match in unpreceded(_OPS, st.masked, _OP_BEFORE, start, end)),
+                     *(sys.intern(match.group(1)) for match in _GENERIC_OP.finditer(st.clean, start, end))])
     return shared.setdefault(symbols, symbols), shared.setdefault(ops, ops)
 
 
@@ -155,18 +157,23 @@ def _scan_whole(text):
         region, child_depth = (pos, region_end), 0
     scan = _children(st, region, child_depth, aliases, explicit and top_attributes in ("", "gpu.container_module"),
                      (prelude_start, prelude_end, body_end + 1 if explicit else -1))
-    _check_generic_ops(clean, scan.modules)
+    _check_generic_ops(st, child_depth, scan.modules)
     return scan
 
 
-def _check_generic_ops(clean, modules):
-    """Ops in generic syntax (`"llvm.intr.ctlz"(...)`, as mlir-opt prints some) are read only inside gpu.modules
-    that carry targets, where nothing the scan reports depends on them (structure comes from braces, the symbols
-    a module names from `@` references). Elsewhere they could be the modules, functions and launches the scan
-    reads in custom syntax: mlir-opt decides."""
+def _check_generic_ops(st, child_depth, modules):
+    """Ops in generic syntax (`"llvm.intr.ctlz"(...)`, `"gpu.yield"(...)`, as mlir-opt prints some) are read
+    where nothing the scan reports depends on their form: inside gpu.modules that carry targets, and nested in
+    the region of an op of the top module (a function's body, a launch's), where no op defines a symbol of the
+    top module's table (outlining uniques its names against that table). There structure comes from braces,
+    the symbols a body names from `@` references and the ops it uses from their quoted names (_body_facts).
+    Modules, launches and binaries in generic syntax, and any generic op directly in the top module (it may be
+    a function, a global or a module the scan would miss): mlir-opt decides."""
     inside = [(module.start, module.end) for module in modules if module.targets and module.start >= 0]
-    for match in _GENERIC_OP.finditer(clean):
-        if match.group(1) in _STRUCTURAL_OPS or not any(start <= match.start() < end for start, end in inside):
+    for match in _GENERIC_OP.finditer(st.clean):
+        if match.group(1) in _STRUCTURAL_OPS:
+            raise Unreadable("generic operation syntax")
+        if not any(start <= match.start() < end for start, end in inside) and st.depth_at(match.start()) <= child_depth:
             raise Unreadable("generic operation syntax")
 
 
