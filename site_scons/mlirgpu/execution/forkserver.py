@@ -28,7 +28,7 @@ from ..errors import CompileError
 from ..llvm import toolchain
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.c")
-TOOLS = ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld")  # the dynamically linked tools a compile runs
+TOOLS = ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld", "llc")  # the dynamically linked tools a compile runs
 MAX_REQUEST = 1 << 20  # forkserver.c's MAX_REQUEST
 
 
