@@ -55,7 +55,7 @@ def boot(log_path, expected_major, llvm=True, tools=None):
     cached never does. `tools`, for a worker serving one command's compile: the tools (the translator, when the
     command does not translate ahead) that get fork servers now, which load on the other CPU while LLVM loads
     here, so their first run waits for nothing (45 ms of a command's mlir-translate)."""
-    from ..util.heap import no_collection
+    from ..util.heap import keep_booted, no_collection
 
     with no_collection():
         from ..cache import remote as remotecache
@@ -68,7 +68,9 @@ def boot(log_path, expected_major, llvm=True, tools=None):
         if llvm:
             from ..llvm import ops as llvm_ops  # noqa: F401 - loads and initializes LLVM
         remotecache.preload()
-        return entry_points()
+        points = entry_points()
+        keep_booted()  # before the collector is back on, which would collect at once
+        return points
 
 
 def _log_to(log_path):
