@@ -103,6 +103,10 @@ def serve(protocol_in, protocol_out, entry_points, one_command=False):
             from ..llvm import toolchain
 
             toolchain.forget()
+        if request.scan is not None:  # the caller's scan of the source: the compile does not scan it again
+            from ..pipeline.scan import take_scan
+
+            take_scan(request.scan)
         try:
             os.chdir(request.cwd)
             translator = Translated(ask) if request.translated_ahead else OWN
