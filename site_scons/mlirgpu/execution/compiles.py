@@ -32,9 +32,14 @@ def compile_to_object(source, output, options, environment=None, translator=OWN)
 
 
 def _in_worker(entry, source, *args, environment, translator=OWN):
+    """`entry` in a worker, handed this process's scan of the source when it made one (a build tool's emitters
+    scan every source they declare), so the worker's compile does not scan it again."""
+    from ..pipeline.scan import known_scan  # loaded by then wherever a scan was made
+
+    scan = known_scan(source)
     with _POOL.lease() as worker:
         return worker.call(entry, source, *args, what=source, where=(source, None), environ=environment,
-                           translator=translator)
+                           translator=translator, scan=scan)
 
 
 def cluster(url):

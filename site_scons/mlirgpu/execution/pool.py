@@ -47,15 +47,15 @@ class LLVMWorker:
         self.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
         self.process = start(self.log_path)
 
-    def call(self, function, *args, what="LLVM", where=(None, None), environ=None, translator=OWN):
+    def call(self, function, *args, what="LLVM", where=(None, None), environ=None, translator=OWN, scan=None):
         """Run entry point `function(*args)` of the pipeline in the worker, in this process's folder and environment
         (or `environ`); CompileErrors come back as they were raised. `translator`: the pipeline's own, or a
         pipeline.translation.Translated whose `given()` runs here when the worker asks for it (only a compile
-        that translates does)."""
+        that translates does). `scan`: this process's scan of the source (pipeline.scan.known_scan), or None."""
         given = None if translator is OWN else translator.given
         try:
             protocol.send_request(self.process.stdin, function, args, given is not None,
-                                  os.environ if environ is None else environ, self.scratch)
+                                  os.environ if environ is None else environ, self.scratch, scan)
             while True:
                 kind, value = protocol.receive_from_worker(self.process.stdout)
                 if kind == "hello":  # a forked worker's pid, written by the zygote

@@ -337,7 +337,7 @@ class _Child:
         while self.poll() is None:
             if deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired("mlirgpu worker", timeout)
-            time.sleep(0.002)
+            worker.sleep_until_exit(self.pid, 60.0 if deadline is None else deadline - time.monotonic())
         return self.returncode
 
     def kill(self):

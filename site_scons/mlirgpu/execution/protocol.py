@@ -43,15 +43,16 @@ def _receive(stream):
 
 # A compile for a worker: `entry(*args)` of the pipeline, run as the caller would run it. `translated_ahead`:
 # the caller has the source's translation, which the worker asks for if it translates; `scratch`: the folder
-# of the compile's temporary files, which the caller owns and removes. (`typing.NamedTuple` would cost the
-# command's start-up the import of `typing`.)
-Request = collections.namedtuple("Request", "entry args translated_ahead cwd environment scratch umask limits")
+# of the compile's temporary files, which the caller owns and removes; `scan`: the caller's scan of the source
+# (pipeline.scan.known_scan) or None. (`typing.NamedTuple` would cost the command's start-up the import of
+# `typing`.)
+Request = collections.namedtuple("Request", "entry args translated_ahead cwd environment scratch umask limits scan")
 
 
-def send_request(stream, entry, args, translated_ahead, environment, scratch):
+def send_request(stream, entry, args, translated_ahead, environment, scratch, scan=None):
     """The caller: compile `entry(*args)` in this process's folder, umask and limits, in `environment`."""
     _send(stream, tuple(Request(entry, args, translated_ahead, os.getcwd(), dict(environment), scratch,
-                                fsutil.umask(), process.limits())))
+                                fsutil.umask(), process.limits(), scan)))
 
 
 def receive_request(stream):

@@ -12,6 +12,7 @@ caller (the kernel's parent-death signal).
 import _socket  # the C module: `socket` itself costs 11 ms of the zygote's start-up for the same calls
 import contextlib
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -55,7 +56,7 @@ def boot(log_path, expected_major, llvm=True, tools=None):
     cached never does. `tools`, for a worker serving one command's compile: the tools (the translator, when the
     command does not translate ahead) that get fork servers now, which load on the other CPU while LLVM loads
     here, so their first run waits for nothing (45 ms of a command's mlir-translate)."""
-    from ..util.heap import no_collection
+    from ..util.heap import keep_booted, no_collection
 
     with no_collection():
         from ..cache import remote as remotecache
@@ -68,7 +69,9 @@ def boot(log_path, expected_major, llvm=True, tools=None):
         if llvm:
             from ..llvm import ops as llvm_ops  # noqa: F401 - loads and initializes LLVM
         remotecache.preload()
-        return entry_points()
+        points = entry_points()
+        keep_booted()  # before the collector is back on, which would collect at once
+        return points
 
 
 def _log_to(log_path):
@@ -100,6 +103,10 @@ def serve(protocol_in, protocol_out, entry_points, one_command=False):
             from ..llvm import toolchain
 
             toolchain.forget()
+        if request.scan is not None:  # the caller's scan of the source: the compile does not scan it again
+            from ..pipeline.scan import take_scan
+
+            take_scan(request.scan)
         try:
             os.chdir(request.cwd)
             translator = Translated(ask) if request.translated_ahead else OWN
@@ -198,8 +205,24 @@ def _reap(pid, timeout, ended):
         elif timeout is None or time.monotonic() >= deadline:
             return None
         else:
-            time.sleep(0.005)
+            sleep_until_exit(pid, deadline - time.monotonic())
     return ended[pid]
+
+
+def sleep_until_exit(pid, seconds):
+    """Sleep until child `pid` ends or `seconds` pass: on its pidfd (Linux 5.3), woken as it ends, else 5 ms at
+    a time. A build's end waits for each worker's and the zygote's, which polling made up to 5 ms later each."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfds here, or the child is already reaped
+        time.sleep(min(seconds, 0.005))
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.poll(max(0, min(seconds, 60.0)) * 1000)
+    finally:
+        os.close(fd)
 
 
 def _fork_tools_here(bind_now=True, started=()):

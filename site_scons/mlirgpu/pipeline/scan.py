@@ -300,6 +300,17 @@ def scan_file(path):
     return found
 
 
+def known_scan(path):
+    """The Scan this process made of the file's current version, as `take_scan` takes it in another process, or
+    None: a build tool's emitters scanned each source, and its compile's worker need not scan it again."""
+    return _scans.handed(sourcefile.known_digest(path))
+
+
+def take_scan(known):
+    """Remember a `known_scan` of another process (for this process's life: see ScanCache.take)."""
+    _scans.take(known)
+
+
 def _with_build_targets(modules, options):
     """Give target-less modules the targets the build attaches (one per chip in options.chip)."""
     if all(module.targets for module in modules):

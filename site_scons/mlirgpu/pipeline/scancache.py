@@ -50,6 +50,22 @@ class ScanCache:
         self.memory[key] = value
         return value
 
+    def handed(self, key):
+        """(key, stored form) of the entry under `key` that this process holds, for another one to `take`; None
+        when it holds none (or only an Unreadable)."""
+        value = self.memory.get(key) if key else None
+        return None if value is None or value == UNREADABLE else (key, self.encode(value))
+
+    def take(self, handed):
+        """Hold an entry another process `handed` over, in memory only: its key is a content hash, so it serves
+        only the bytes it was made from. One of another shape is left out."""
+        key, entry = handed
+        if key not in self.memory:
+            try:
+                self.memory[key] = self.decode(entry)
+            except (KeyError, TypeError, ValueError):
+                pass
+
     def put(self, key, value):
         self.memory[key] = value
         if not self.path:

@@ -42,6 +42,7 @@ class Compile:
         self.warnings = []  # the one sink of warnings said, never failing the build: the remote cache's faults
         self.job = None  # the running job's _JobLog, while `run_job` runs one here
         self.cache = stagecache.open_cache(self.warn)
+        self.llvm_builds = None  # the LLVM builds' identities every stage's key names (stages.machine_context)
         self.dependencies = []
         self.timings = {}
         self.origins = {}  # job id -> {stage: "ran" | "cached" | "substituted"}

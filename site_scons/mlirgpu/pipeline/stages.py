@@ -122,8 +122,16 @@ OUTPUT_LAYOUT = 2
 def machine_context(compile_, job):
     """What shapes every stage's output besides its input (a target's own stage starts its context with it)."""
     cpu, features = job.target.codegen.machine_cpu(job.attr)
-    return [__version__, OUTPUT_LAYOUT, toolchain.llvmlite_identity(), llvm_backend.identity(), job.target.name,
+    return [__version__, OUTPUT_LAYOUT, *_llvm_builds(compile_), job.target.name,
             job.attr.text, job.chip, job.opt_level, job.attr.triple, cpu, features]
+
+
+def _llvm_builds(compile_):
+    """llvmlite's identity and the backend's, asked once per compile: every stage of every job names them, and
+    each asking looks for llvmlite's library and the release `llc` again (a tenth of a cached compile's CPU)."""
+    if compile_.llvm_builds is None:
+        compile_.llvm_builds = (toolchain.llvmlite_identity(), llvm_backend.identity())
+    return compile_.llvm_builds
 
 
 def _link_context(compile_, job):
