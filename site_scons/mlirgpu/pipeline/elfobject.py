@@ -97,11 +97,12 @@ def host_object_parts(binaries, layout, section, source_name):
 
 class _Section:
     __slots__ = ("name", "kind", "flags", "align", "entsize", "parts", "size", "relocations", "link", "info",
-                 "offset", "index", "symbol", "target")
+                 "offset", "index", "symbol", "target", "buffer")
 
     def __init__(self, name, kind, flags, align=1, entsize=0):
         self.name, self.kind, self.flags, self.align, self.entsize = name, kind, flags, align, entsize
         self.parts, self.size, self.relocations = [], 0, _Relocations()
+        self.buffer = None  # the section's own buffer of small data, while it ends the parts
         self.link = self.info = self.offset = self.index = 0
         self.symbol = self.target = None  # target: the section a `.rela` section relocates
 
@@ -113,12 +114,13 @@ class _Section:
         padding = -self.size % align
         small = isinstance(data, (bytes, bytearray)) and len(data) <= _SMALL
         if padding or small:
-            if not (self.parts and isinstance(self.parts[-1], bytearray)):
-                self.parts.append(bytearray())
-            self.parts[-1] += bytes(padding)
+            if not (self.parts and self.parts[-1] is self.buffer):
+                self.buffer = bytearray()
+                self.parts.append(self.buffer)
+            self.buffer += bytes(padding)
         offset = self.size + padding
         if small:
-            self.parts[-1] += data
+            self.buffer += data
         else:
             self.parts.append(data)
         self.size = offset + len(data)
