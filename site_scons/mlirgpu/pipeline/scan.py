@@ -429,9 +429,11 @@ def direct_source(path, options):
         scan = scan_file(path)
         if not scan.direct:
             return None
-        text, _digest = sourcefile.read_text(path)
+        text, digest = sourcefile.read_text(path)
     except (Unreadable, UnicodeDecodeError, OSError):
         return None
+    if options is not None:  # a compile's own read, its last (None: a translation ahead, before the compile's)
+        _scans.forget(digest)
     prelude, suffix, (trailer_start, trailer_end) = mlirtext.file_parts(text, scan.prelude_start, scan.prelude_end,
                                                                         scan.suffix_start)
     # The trailer starts with `{`, which no match holds or follows: read apart, not joined (a 48 MiB copy).

@@ -76,6 +76,12 @@ class ScanCache:
         self.used.add(key)
         self.dirty = True
 
+    def forget(self, key):
+        """Drop the scan of `key` from this process's memory (its stored form, if any, stays): a compile that has
+        cut its pieces reads it no more, and a worker compiling a file of 10,000 modules would hold its 10,000
+        modules' symbols and ops while the stage runners work, and every compile's scan after it (issue 40)."""
+        self.memory.pop(key, None)
+
     def save(self):
         if not self.dirty or not self.path:
             return

@@ -31,7 +31,7 @@ from .planning import fat_container
 from .stagerunner import JobOutput
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per spooled job, held by the compile's process: no __dict__ each
 class Spooled:
     """One embedded binary in a spool file: `size` bytes at `offset` of `path`."""
 
@@ -102,7 +102,12 @@ class Spool:
         spooled = Spooled(self._path, self._offset, len(data))
         self._offset += len(data)
         logs = {name: data for name, data in result.output.binaries.items() if name == "log"}
-        return replace(result, output=JobOutput(None, logs), spooled=spooled)
+        return replace(result, output=JobOutput(None, logs) if logs else _NO_OUTPUT, spooled=spooled)
+
+
+# The output of a spooled job without logs (format isa): one for all of them, read and never changed, so the
+# compile's process holds one per runner's answer, not one per job (issue 40).
+_NO_OUTPUT = JobOutput(None, {})
 
 
 class Translations(Mapping):

@@ -1,5 +1,5 @@
-"""Giving the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing), and importing
-without the cyclic collector.
+"""Giving the C heap's free pages back to the system (glibc's malloc_trim, and a fixed trim threshold; elsewhere
+nothing), and importing without the cyclic collector.
 
 A compile of a file of many modules frees tens of MB (the file's text, its scan, the translation's output), in
 pages that freed blocks keep resident: each stage runner forked afterwards would share them, and the compile's
@@ -9,6 +9,23 @@ of modules).
 import contextlib
 import ctypes
 import gc
+
+
+_M_TRIM_THRESHOLD = -1  # mallopt's parameter (malloc.h)
+TRIM_THRESHOLD = 128 << 10  # glibc's default, which it otherwise raises as the process frees big blocks
+
+
+def trim_freed_tops():
+    """Have `free` give a heap's free top back to the system above TRIM_THRESHOLD, fixed. glibc raises the
+    threshold to twice the biggest mmapped block freed so far (a 6.5 MB source's text: 13 MB), and malloc_trim
+    never trims the heaps of threads' arenas, where a tool's output is read (mlirgpu.llvm.process.run_all reads
+    each run's on a thread): a worker that translated 10,000 modules kept their outputs' 2 x 9.3 MiB there,
+    free but resident, while its stage runners worked (issue 40). Fixing it also fixes the mmap threshold
+    where it stands (big blocks are mapped, and unmapped when freed, as at start-up)."""
+    try:
+        ctypes.CDLL(None).mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    except (OSError, AttributeError):  # no mallopt in this C library
+        pass
 
 
 def release_free_memory():
