@@ -273,7 +273,7 @@ def test_a_big_source_hashed_beside_its_decoding_gives_the_serial_text_and_hash(
 def test_a_scan_handed_to_another_process_serves_only_the_bytes_it_was_made_from(tmp_path):
     """A build tool hands the worker compiling a source its emitter's scan of it (known_scan): the worker's cache
     then holds that Scan under the file's content hash, and a file changed since is not handed at all."""
-    from mlirgpu.pipeline import scan, scancache, sourcefile
+    from mlirgpu.pipeline import scan, scancache, scanned, sourcefile
 
     source = tmp_path / "t.mlir"
     source.write_text(TRICKY)
@@ -281,12 +281,12 @@ def test_a_scan_handed_to_another_process_serves_only_the_bytes_it_was_made_from
     made = scan.scan_file(str(source))
     known = scan.known_scan(str(source))
     assert known is not None and known[0] == sourcefile.content_digest(str(source))
-    worker = scancache.ScanCache(lambda: "scanner", scan._scan_to_json, scan._scan_from_json)
+    worker = scancache.ScanCache(lambda: "scanner", scanned.to_json, scanned.from_json)
     worker.take(known)
     assert worker.get(known[0]) == made
     worker.take((known[0], {"modules": "not a scan"}))  # one of another shape does not replace it
     assert worker.get(known[0]) == made
-    malformed = scancache.ScanCache(lambda: "scanner", scan._scan_to_json, scan._scan_from_json)
+    malformed = scancache.ScanCache(lambda: "scanner", scanned.to_json, scanned.from_json)
     malformed.take(("another", {"modules": "not a scan"}))
     assert malformed.get("another") is None
     source.write_text(TRICKY.replace("odd name", "other name"))

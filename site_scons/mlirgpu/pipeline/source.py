@@ -389,7 +389,7 @@ def _host_fix(dialect, before, serialized):
 def load(path, options, scanned=None):
     """The gpu.modules of `path`, lowered and given a target from `options` where they carry none; host code
     that launches kernels is lowered to the LLVM dialect (MLIR's launch path) and kept as the container.
-    `scanned`: the fast scan's modules of the file (scan.Scan.modules), or None where it stepped aside."""
+    `scanned`: the fast scan's modules of the file (scanned.Scan.modules), or None where it stepped aside."""
     text, modules = _read_before_lowering(path, options, scanned)
     used, host = "", None  # the lowering this compile runs (what a fix for its host code extends), lower()'s host
     serializing = lowering.expand(options.lowering, path) if options.lowering else None
