@@ -87,6 +87,8 @@ def test_scanner_reads_what_it_used_to_miss(tmp_path):
         "hand_08_two_funcs_two_launches.mlir": ["a_kernel", "a_kernel_0", "b_kernel", "b_kernel_1"],
         "hand_19_launch_in_llvmfunc.mlir": ["second_kernel"],
         "hand_32_generic_ops_nested_in_host.mlir": ["main_kernel"],
+        "hand_34_generic_region_around_launch.mlir": ["main_kernel_0"],
+        "hand_35_generic_ops_in_launch_bodies.mlir": ["f_kernel", "f_kernel_0"],
     }
     options = CompileOptions(format="isa", target="nvvm", chip="sm_80")
     for name, modules in expected.items():

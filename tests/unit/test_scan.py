@@ -4,6 +4,8 @@ tests/identity/test_scan_compile.py)."""
 import glob
 import os
 
+import pytest
+
 from corpusutil import CORPUS
 from mlirgpu import CompileOptions
 from mlirgpu.pipeline.scan import planned_outputs
@@ -291,3 +293,20 @@ def test_a_scan_handed_to_another_process_serves_only_the_bytes_it_was_made_from
     assert malformed.get("another") is None
     source.write_text(TRICKY.replace("odd name", "other name"))
     assert scan.known_scan(str(source)) is None
+
+
+def test_generic_ops_in_a_launch_body_join_its_ops():
+    """A kernel's ops in generic syntax count as the ops it uses (ROCDL predicts ocml and ockl for math ops of
+    code it lowers); generic ops directly in the top module leave the file to mlir-opt."""
+    from mlirgpu.pipeline.scan import scan_text
+    from mlirgpu.util.mlirtext import Unreadable
+
+    launch = ("gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %n, %gz = %n) threads(%tx, %ty, %tz) in "
+              "(%sx = %n, %sy = %n, %sz = %n) {\n")
+    text = ("func.func @f(%n: index) {\n" + launch +
+            '  %s = "math.sqrt"(%c) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32\n  gpu.terminator\n}\n'
+            '"func.return"() : () -> ()\n}\n')
+    (module,) = scan_text(text).modules
+    assert module.name == "f_kernel" and "math.sqrt" in module.ops
+    with pytest.raises(Unreadable):
+        scan_text('"llvm.mlir.global"() <{sym_name = "f_kernel", global_type = i32}> ({\n}) : () -> ()\n' + text)
