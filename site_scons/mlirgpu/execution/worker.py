@@ -231,8 +231,8 @@ def _fork_tools_here(bind_now=True, started=()):
     a compile in process) fork from fork servers of the worker's own (mlirgpu.execution.forkserver), each started at its
     tool's first run and ending with the worker: a compile that assembles and links its binary runs llvm-mc and
     ld.lld, one that gives a large module's code generation to the release llc runs that, and a new process of
-    any of them spends most of its CPU loading libLLVM (llc: 25 of the 30 ms a forked run saves). `bind_now`: see ForkServer; the
-    tools `started` get theirs now."""
+    any of them spends most of its CPU loading libLLVM (an empty llc run: 8.5 ms of CPU started, 3.1 forked).
+    `bind_now`: see ForkServer; the tools `started` get theirs now."""
     from . import forkserver
 
     for tool, program in forkserver.loadable().items():
