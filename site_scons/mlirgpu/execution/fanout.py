@@ -102,10 +102,8 @@ class _Fan:
         finally:
             if collecting:
                 gc.enable()
-            for _index, child in self.running.values():  # only when this process is interrupted
-                child.kill()
-            if self.running and self.dumps:
-                self.dumps.remove_temps()  # a killed runner may have been writing a dump
+            for _index, child in self.running.values():  # only when this process is interrupted: the compile
+                child.kill()  # then removes the temp files of the dumps they were writing (pipeline.driver)
         release_free_memory()  # the runners' answers, read and folded
         return folded, most * at_once
 

@@ -92,6 +92,7 @@ def serve(protocol_in, protocol_out, entry_points, one_command=False):
     def ask():
         return protocol.ask_caller(protocol_out, protocol_in)
 
+    signal.signal(signal.SIGINT, _interrupted_once)
     _fork_tools_here(bind_now=not one_command)
     while True:
         request = protocol.receive_request(protocol_in)
@@ -120,6 +121,14 @@ def serve(protocol_in, protocol_out, entry_points, one_command=False):
 
             reply = ("error", (type(exc).__name__, "".join(traceback.format_exception(exc))))
         protocol.send_reply(protocol_out, *reply)
+
+
+def _interrupted_once(_signum, _frame):
+    """SIGINT in a worker: its compile is given up, once. Ctrl-C in a terminal reaches the worker, and its caller's
+    SIGINT follows a moment later (mlirgpu.execution.pool); the second must not cut short what the first set
+    going: the stage runners killed and reaped, the temp files of the dumps they were writing removed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def _serve_spawned(log_path, expected_major, parent_pid):

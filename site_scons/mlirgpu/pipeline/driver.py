@@ -134,6 +134,10 @@ def _compile(source, options, output, translator, report, runner, spooling):
         finally:
             if compile_.cache:
                 compile_.cache.flush()
+    except BaseException:
+        if dumps:  # a stage runner killed mid-write (Ctrl-C: mlirgpu.execution.fanout) left its temp file
+            dumps.remove_temps()
+        raise
     finally:
         compile_.remove_scratch()
     header = embed.header(binaries, options.layout, options.section, os.path.basename(source),

@@ -58,6 +58,10 @@ def _compile(source, output, options, translator, report, runner):
     try:
         loaded, jobs, llvm_irs, _same = translate_source(source, loaded, jobs, options, translator, compile_.warn)
         outputs = jobrunner.run_jobs(compile_, jobs, llvm_irs, dumps)
+    except BaseException:
+        if dumps:  # a stage runner killed mid-write (Ctrl-C: mlirgpu.execution.fanout) left its temp file
+            dumps.remove_temps()
+        raise
     finally:
         if compile_.cache:
             compile_.cache.flush()

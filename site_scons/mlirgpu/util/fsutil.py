@@ -64,27 +64,36 @@ def write_atomic_with(path, write):
     host object copied from the stage runners' spool: never one `bytes` in memory)."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = temp_name(os.path.join(folder, os.path.basename(path)))
+    try:
+        fd = _create(tmp, folder, path)
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except CompileError:
+        raise
+    except OSError as exc:
+        remove_quietly(tmp)
+        raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="free disk space or make it writable") from exc
+    except BaseException:
+        # Ctrl-C (KeyboardInterrupt) from the temp file's creation on, even as `os.open` returns: none is left
+        remove_quietly(tmp)
+        raise
+
+
+def _create(tmp, folder, path):
+    """The descriptor of the new temp file `tmp` in `folder`, which is made only when missing (a compile writes
+    many files into one)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         try:
-            fd = os.open(tmp, flags, FILE_MODE)
-        except FileNotFoundError:  # the folder is made only when missing: a compile writes many files into one
+            return os.open(tmp, flags, FILE_MODE)
+        except FileNotFoundError:
             os.makedirs(folder, exist_ok=True)
-            fd = os.open(tmp, flags, FILE_MODE)
+            return os.open(tmp, flags, FILE_MODE)
     except OSError as exc:
         blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
         reason = f"'{blocker}' is not a folder" if blocker else exc.strerror
         raise CompileError(f"cannot write '{path}': {reason}", fix="choose a writable output location") from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except OSError as exc:
-        remove_quietly(tmp)
-        raise CompileError(f"cannot write '{path}': {exc.strerror}", fix="free disk space or make it writable") from exc
-    except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-write: no temp file left behind either
-        remove_quietly(tmp)
-        raise
 
 
 def _parents(folder):
