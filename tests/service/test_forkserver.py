@@ -248,8 +248,84 @@ def test_mlir_translate_forked_is_mlir_translate(tmp_path, built, last):
         forked = _forked(server, argv, str(tmp_path), environment, text)
         assert forked == _fresh(argv, str(tmp_path), environment, text)
         assert (forked[0] == 0) == (last == "llvm.return")
+        assert server.forks_at == "parse"
     finally:
         server.close()
+
+
+LOWERABLE = """func.func @f(%a: i32) -> i32 {
+  %b = arith.addi %a, %a : i32
+  return %b : i32
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["lowering", "stdin", "unknown option", "bad input", "help", "missing file"])
+def test_mlir_opt_forked_at_its_parse_is_mlir_opt(tmp_path, built, how):
+    """mlir-opt's fork server forks after main has registered every dialect and pass, at the command-line parse:
+    each run still says, prints and exits as a fresh mlir-opt given its arguments does, its program name
+    included (`--help` and the unknown-option message name it)."""
+    preload, _probe = built
+    program = toolchain.llvm_tool("mlir-opt")
+    (tmp_path / "f.mlir").write_text(LOWERABLE)
+    (tmp_path / "bad.mlir").write_text(LOWERABLE.replace("arith.addi", "arith.nosuchop"))
+    argv, text = {
+        "lowering": ([program, "f.mlir", "--pass-pipeline=builtin.module(convert-arith-to-llvm, convert-func-to-llvm)",
+                      "--mlir-print-debuginfo"], b""),
+        "stdin": ([program, "-", "--canonicalize", "--mlir-disable-threading"], LOWERABLE.encode()),
+        "unknown option": ([program, "--no-such-option", "f.mlir"], b""),
+        "bad input": ([program, "bad.mlir"], b""),
+        "help": ([program, "--help"], b""),
+        "missing file": ([program, "missing.mlir"], b""),
+    }[how]
+    server = forkserver.ForkServer(os.path.realpath(program), preload)
+    try:
+        environment = dict(os.environ)
+        forked = _forked(server, argv, str(tmp_path), environment, text)
+        assert forked == _fresh(argv, str(tmp_path), environment, text)
+        assert server.forks_at == "parse"
+        assert (forked[0] == 0) == (how in ("lowering", "stdin", "help"))
+        if how == "lowering":
+            assert b"llvm.func @f" in forked[1] and b'loc("f.mlir":' in forked[1]
+    finally:
+        server.close()
+
+
+NVPTX_IR = b'target triple = "nvptx64-nvidia-cuda"\ndefine void @k(ptr %p) {\n  store i32 1, ptr %p\n  ret void\n}\n'
+
+
+@pytest.mark.parametrize("tool, args, text", [
+    ("llc", ["-O2", "-mcpu=sm_80", "-"], NVPTX_IR),
+    ("llc", ["-O2", "-mtriple=x86_64", "-filetype=obj", "-", "-o", "-"],
+     NVPTX_IR.replace(b"nvptx64-nvidia-cuda", b"x86_64")),
+    ("llc", ["--bogus"], b""),
+    ("llvm-mc", ["-triple=x86_64", "-filetype=obj", "-o", "-"], b".text\nnop\n"),
+    ("llvm-mc", ["--bogus"], b""),
+])
+def test_llc_and_llvm_mc_forked_at_their_parse_are_themselves(tmp_path, built, tool, args, text):
+    preload, _probe = built
+    program = toolchain.llvm_tool(tool)
+    server = forkserver.ForkServer(os.path.realpath(program), preload)
+    try:
+        forked = _forked(server, [program, *args], str(tmp_path), dict(os.environ), text)
+        assert forked == _fresh([program, *args], str(tmp_path), dict(os.environ), text)
+        assert server.forks_at == "parse" and (forked[0] == 0) == (args != ["--bogus"])
+    finally:
+        server.close()
+
+
+def test_a_tool_forked_at_main_where_its_parse_is_not_llvms(tmp_path, built):
+    """A program that is not one of LLVM 22's tools (the probe: no LLVM command-line parser to stop at) is
+    served from before main even when asked to fork at the parse; ld.lld, which parses its own way, always."""
+    preload, probe = built
+    server = forkserver.ForkServer(probe, preload, at_parse=True)
+    try:
+        assert _forked(server, [probe, "exit:4"], str(tmp_path), {})[0] == 4
+        assert server.forks_at == "main"
+    finally:
+        server.close()
+    assert forkserver.tool_name("/usr/lib/llvm-22/bin/ld.lld") not in forkserver.FORKED_AT_PARSE
+    assert forkserver.tool_name("mlir-opt-22") == forkserver.tool_name("/usr/lib/llvm-22/bin/mlir-opt") == "mlir-opt"
 
 
 if __name__ == "__main__":

@@ -11,12 +11,23 @@
    The server reaps its children and writes each one's exit status as a shell's `$?` would (128 + signal for a
    signal), then closes the status pipe. It ends when the socket closes and its last child has ended.
 
+   With MLIRGPU_FORKSERVER_AT_PARSE set, the fork comes later: at the tool's first call of LLVM's command-line
+   parser (llvm::cl::ParseCommandLineOptions), which mlir-opt, mlir-translate, llc and llvm-mc make once, after
+   registering their dialects, passes, translations and targets and before anything reads an argument. The
+   server runs main with the program's name alone up to that call and serves from there; a child goes on with its
+   request's arguments from the parse on, as a fresh run would from that point (the registrations read no
+   argument and no environment). The main's argv[0] is the request's; only a crash's stack dump, which prints the
+   argument list the tool began with, names the program alone. A tool whose main never makes that call, or has
+   started a thread before it, is not served (no reply: its caller runs it itself). The first reply says where a
+   server forks: "ready main" or "ready parse".
+
    Without MLIRGPU_FORKSERVER_FD the library calls main unchanged. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <dirent.h>
 
 typedef int (*main_function)(int, char **, char **);
 typedef int (*start_function)(main_function, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
@@ -32,7 +44,17 @@ extern char **environ;
 
 enum { MAX_REQUEST = 1 << 20, MAX_WORDS = 1 << 14, MAX_CHILDREN = 1024, STREAMS = 4 };
 
+/* llvm::cl::ParseCommandLineOptions(int, const char *const *, StringRef, raw_ostream *, vfs::FileSystem *,
+   const char *, bool) of LLVM 22: its arguments after argv are six machine words (the StringRef's two among them),
+   passed on as they came. */
+#define PARSE_SYMBOL "_ZN4llvm2cl23ParseCommandLineOptionsEiPKPKcNS_9StringRefEPNS_11raw_ostreamEPNS_3vfs10FileSystemES2_b"
+typedef _Bool (*parse_function)(int, const char *const *, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t,
+                                uintptr_t);
+
 static main_function tool_main;
+static int parse_control = -1; /* the socket to serve on at the first parse; -1 once served, or when not at parse */
+static char *server_argv[2];   /* the main's argv in a server forking at the parse: the request's argv[0] in a child */
+static struct sigaction tool_actions[NSIG]; /* every signal's action where the fork happens: a child's again */
 static pid_t child_pids[MAX_CHILDREN];
 static int child_status_fds[MAX_CHILDREN];
 static int children;
@@ -74,13 +96,25 @@ static int received_fds(struct msghdr *message, int *fds) {
     return count;
 }
 
-/* Run the tool's main on `fds` in `folder` with `argv` and `envp`, in a new session (a caller's time limit
-   kills it as a group). A folder that cannot be entered is said as a shell would, with its exit status 127. */
-static void run_child(int control, int signals, sigset_t *blocked, const char *folder, char **argv, int argc,
-                      char **envp, int *fds) {
+static void save_actions(void) {
+    for (int signal_number = 1; signal_number < NSIG; signal_number++)
+        sigaction(signal_number, NULL, &tool_actions[signal_number]);
+}
+
+static void restore_actions(void) {
+    for (int signal_number = 1; signal_number < NSIG; signal_number++)
+        if (signal_number != SIGKILL && signal_number != SIGSTOP)
+            sigaction(signal_number, &tool_actions[signal_number], NULL);
+}
+
+/* Make this child the run of `fds` in `folder` with `envp`, in a new session (a caller's time limit kills it as
+   a group): then it runs the tool's main with `argv` or, forking at the parse, returns to the parse. A folder
+   that cannot be entered is said as a shell would, with its exit status 127. */
+static void enter_child(int control, int signals, sigset_t *blocked, const char *folder, char **argv, int argc,
+                        char **envp, int *fds) {
     close(signals);
     close(control);
-    signal(SIGPIPE, SIG_DFL);
+    restore_actions();
     sigprocmask(SIG_UNBLOCK, blocked, NULL);
     setsid();
     for (int i = 0; i < 3; i++)
@@ -92,10 +126,19 @@ static void run_child(int control, int signals, sigset_t *blocked, const char *f
         _exit(127);
     }
     environ = envp;
+    if (server_argv[0] != NULL) {
+        server_argv[0] = argv[0];
+        return;
+    }
     exit(tool_main(argc, argv, envp));
 }
 
-/* Answer one request on `control`; 0 when the socket has closed. */
+static char **child_argv;
+static int child_argc;
+
+/* Answer one request on `control`; 0 when the socket has closed, CHILD in a child that goes on to the parse (its
+   arguments in child_argc and child_argv). */
+enum { CHILD = 2 };
 static int serve_request(int control, int signals, sigset_t *blocked) {
     static char request[MAX_REQUEST + 1];
     char ancillary[CMSG_SPACE(STREAMS * sizeof(int))];
@@ -129,8 +172,12 @@ static int serve_request(int control, int signals, sigset_t *blocked) {
         envp[count_words - 2 - argc] = NULL;
         argv[argc] = NULL;
         pid = fork();
-        if (pid == 0)
-            run_child(control, signals, blocked, words[0], argv, argc, envp, fds);
+        if (pid == 0) {
+            enter_child(control, signals, blocked, words[0], argv, argc, envp, fds);
+            child_argc = argc;
+            child_argv = argv;
+            return CHILD;
+        }
     }
     if (pid > 0) {
         child_pids[children] = pid;
@@ -147,7 +194,9 @@ static int serve_request(int control, int signals, sigset_t *blocked) {
     return 1;
 }
 
-static int serve(int control) {
+/* Serve until the socket closes and the last child has ended: 0, 1 on a failure, CHILD in a child going on to
+   the parse. `ready`: what the caller is told first. */
+static int serve(int control, const char *ready) {
     sigset_t blocked;
     sigemptyset(&blocked);
     sigaddset(&blocked, SIGCHLD);
@@ -155,7 +204,7 @@ static int serve(int control) {
     sigprocmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
     int signals = signalfd(-1, &blocked, SFD_CLOEXEC);
-    if (signals < 0 || send(control, "ready", 5, MSG_NOSIGNAL) < 0)
+    if (signals < 0 || send(control, ready, strlen(ready), MSG_NOSIGNAL) < 0)
         return 1;
     int listening = 1;
     while (listening || children) {
@@ -175,12 +224,29 @@ static int serve(int control) {
             while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
                 report(pid, status);
         }
-        if (listening && events[1].revents && !serve_request(control, signals, &blocked)) {
-            listening = 0;
-            close(control);
+        if (listening && events[1].revents) {
+            int served = serve_request(control, signals, &blocked);
+            if (served == CHILD)
+                return CHILD;
+            if (!served) {
+                listening = 0;
+                close(control);
+            }
         }
     }
     return 0;
+}
+
+/* Whether this process runs one thread (a fork copies only the calling one). */
+static int single_threaded(void) {
+    DIR *tasks = opendir("/proc/self/task");
+    if (tasks == NULL)
+        return 0;
+    int count = 0;
+    for (struct dirent *entry; (entry = readdir(tasks)) != NULL;)
+        count += entry->d_name[0] != '.';
+    closedir(tasks);
+    return count == 1;
 }
 
 static int main_or_serve(int argc, char **argv, char **envp) {
@@ -188,9 +254,43 @@ static int main_or_serve(int argc, char **argv, char **envp) {
     if (number == NULL)
         return tool_main(argc, argv, envp);
     int control = atoi(number);
+    int at_parse = getenv("MLIRGPU_FORKSERVER_AT_PARSE") != NULL && dlsym(RTLD_NEXT, PARSE_SYMBOL) != NULL;
     unsetenv("MLIRGPU_FORKSERVER_FD"); /* the children's environment is the one the tool was started with */
+    unsetenv("MLIRGPU_FORKSERVER_AT_PARSE");
     unsetenv("LD_PRELOAD");
-    return serve(control);
+    if (!at_parse) {
+        save_actions();
+        return serve(control, "ready main");
+    }
+    parse_control = control;
+    server_argv[0] = argv[0];
+    int status = tool_main(1, server_argv, envp); /* returns in a child, which served from the parse */
+    if (parse_control >= 0)
+        _exit(1); /* main ended without parsing: no ready, and the caller runs the tool itself */
+    return status;
+}
+
+/* The tool's command-line parse: in a server forking at the parse, its first call serves (and the server ends
+   there); in a child, and at every later call, LLVM's own. */
+_Bool _ZN4llvm2cl23ParseCommandLineOptionsEiPKPKcNS_9StringRefEPNS_11raw_ostreamEPNS_3vfs10FileSystemES2_b(
+    int argc, const char *const *argv, uintptr_t overview, uintptr_t overview_size, uintptr_t errors,
+    uintptr_t file_system, uintptr_t environment_variable, uintptr_t long_options) {
+    static parse_function parse;
+    if (parse == NULL)
+        parse = (parse_function)dlsym(RTLD_NEXT, PARSE_SYMBOL);
+    if (parse_control >= 0) {
+        int control = parse_control;
+        parse_control = -1;
+        if (!single_threaded())
+            _exit(1); /* a fork would copy this thread alone: no ready, and the caller runs the tool itself */
+        save_actions();
+        int served = serve(control, "ready parse");
+        if (served != CHILD)
+            _exit(served);
+        argc = child_argc;
+        argv = (const char *const *)child_argv;
+    }
+    return parse(argc, argv, overview, overview_size, errors, file_system, environment_variable, long_options);
 }
 
 int __libc_start_main(main_function main, int argc, char **argv, void (*init)(void), void (*fini)(void),

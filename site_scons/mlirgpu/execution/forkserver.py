@@ -29,7 +29,20 @@ from ..llvm import toolchain
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.c")
 TOOLS = ("mlir-translate", "mlir-opt", "llvm-mc", "ld.lld", "llc")  # the dynamically linked tools a compile runs
+# Those whose main registers what it needs and then calls LLVM's command-line parser once, before reading any
+# argument: their servers fork at that call (forkserver.c), and a run starts registered (a forked mlir-opt run
+# spends about 2 ms of CPU registering every dialect and pass before it reads its arguments). ld.lld parses
+# its own way.
+FORKED_AT_PARSE = ("mlir-translate", "mlir-opt", "llvm-mc", "llc")
 MAX_REQUEST = 1 << 20  # forkserver.c's MAX_REQUEST
+
+
+def tool_name(program):
+    """The tool a program is, whatever its path and version suffix say: /usr/lib/llvm-22/bin/mlir-opt and
+    mlir-opt-22 are mlir-opt."""
+    name = os.path.basename(program)
+    stem, _dash, version = name.rpartition("-")
+    return stem if stem and version.isdigit() else name
 
 
 def loader_environment(environment):
@@ -114,10 +127,14 @@ class ForkServer:
     """The tool `program` loaded and waiting in a fork server (started by its owner: the compile server, or a
     worker that no server supplies)."""
 
-    def __init__(self, program, preload, bind_now=True):
+    def __init__(self, program, preload, bind_now=True, at_parse=None):
         """`bind_now`: the server resolves every symbol of the tool's libraries as it loads them (LD_BIND_NOW),
         about 12 ms once, so no run forked from it resolves them again (2-4 ms of each small mlir-opt run's CPU,
-        measured); one that serves a run or two is better off binding lazily."""
+        measured); one that serves a run or two is better off binding lazily. `at_parse`: fork at the tool's
+        command-line parse, not before main (by default, for the tools of FORKED_AT_PARSE); `forks_at` says where
+        it does, once it has answered ("parse" or "main")."""
+        if at_parse is None:
+            at_parse = tool_name(program) in FORKED_AT_PARSE
         self.program = program  # its real path
         # Checked again before each load (OSError if no longer so): a folder of this user's closed to others,
         # holding the library as this user's own plain file.
@@ -131,7 +148,8 @@ class ForkServer:
         ours.settimeout(READY_SECONDS)
         self.loader = loader_environment(os.environ)
         environment = dict(os.environ, LD_PRELOAD=preload, MLIRGPU_FORKSERVER_FD=str(theirs.fileno()),
-                           **({"LD_BIND_NOW": "1"} if bind_now else {}))  # the runs get the caller's environment
+                           **({"LD_BIND_NOW": "1"} if bind_now else {}),
+                           **({"MLIRGPU_FORKSERVER_AT_PARSE": "1"} if at_parse else {}))  # runs: the caller's
         os.set_inheritable(theirs.fileno(), True)
         try:
             # Its own session: it outlives a kill of the compile server's process group long enough to report
@@ -143,6 +161,7 @@ class ForkServer:
             theirs.close()
         self.socket = ours
         self.ready = False
+        self.forks_at = None
 
     def run(self, argv, folder, environment):
         """Fork a run of `argv` (argv[0] names this program, as the caller spells it) in `folder` with
@@ -164,9 +183,11 @@ class ForkServer:
         theirs = [ends[0][0], ends[1][1], ends[2][1], ends[3][1]]
         try:
             if not self.ready:
-                self.ready = self.socket.recv(64) == b"ready"
+                said = self.socket.recv(64)
+                self.ready = said in (b"ready main", b"ready parse")
                 if not self.ready:
                     raise OSError("the fork server did not start")
+                self.forks_at = said.split()[1].decode()
                 self.socket.settimeout(ANSWER_SECONDS)
             try:
                 self.socket.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("4i", *theirs))])
