@@ -261,6 +261,8 @@ def unpassed_parameter_warnings(modules, path):
     (marked `llvm.workgroup_attribution`), which `gpu.launch_func` never fills."""
     warnings = []
     for module in modules:
+        if "llvm.workgroup_attribution" not in module.text:  # the usual module: nothing to read
+            continue
         try:
             kernels = _kernels_with_attributions(module.text)
         except Unreadable:
