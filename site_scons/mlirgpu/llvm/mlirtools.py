@@ -26,15 +26,6 @@ def run_mlir_tool(tool, args, source, what, text=None, fix=None):
     return _output(result, tool, source, what, fix)
 
 
-def run_mlir_tool_printing(tool, args, source, what):
-    """run_mlir_tool on a file, for a run whose passes also print on stderr (`print-ir`): (output, stderr)."""
-    try:
-        result = process.run(_argv(tool, args), what)
-    except CompileError as exc:
-        raise exc.located(source)
-    return _output(result, tool, source, what), result.stderr.decode("utf-8", "replace")
-
-
 def _output(result, tool, source, what, fix=None):
     """An MLIR tool's output, or the CompileError its diagnostic says."""
     if result.returncode != 0:

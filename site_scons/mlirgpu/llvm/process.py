@@ -58,9 +58,10 @@ def bounded(argv, seconds, input=None, cwd=None):
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
-# MLIR's tools write stderr unbuffered (LLVM's errs()): `print-ir` of a lowering prints its module a token at a
-# time, 3,600 writes for 12 KB. Woken for each, the reader would spend more CPU than the tool; after a read this
-# short it lets the output gather for a millisecond first (a pipe holds 64 KB: the tool never waits on it).
+# MLIR's tools write stderr unbuffered (LLVM's errs()): a module printed there (a user's `print-ir`, many
+# diagnostics) comes a token at a time, 3,600 writes for 12 KB. Woken for each, the reader would spend more CPU
+# than the tool; after a read this short it lets the output gather for a millisecond first (a pipe holds 64 KB:
+# the tool never waits on it).
 DRIBBLE_BYTES = 4096
 DRIBBLE_SECONDS = 0.001
 
