@@ -175,6 +175,33 @@ def test_a_zygote_leaves_llvm_to_the_compiles_that_need_it(tmp_path, monkeypatch
         pool.shutdown()
 
 
+@pytest.mark.parametrize("warm", [None, ("mlir-opt", "mlir-translate")], ids=["cold", "warmed"])
+def test_a_prestarted_worker_gets_ready_while_its_caller_reads_the_build(pool, warm, tmp_path, monkeypatch):
+    """A build's workers start while SCons reads the build files; warmed (a build that compiles, and lowers),
+    each loads LLVM and starts mlir-opt's and mlir-translate's fork servers before any compile reaches it, and
+    its first compile is the same as a cold worker's. Not warmed (a build expecting its compiles in a remote
+    cache), it loads nothing until a compile needs it."""
+    monkeypatch.setenv("MLIRGPU_CACHE", "off")
+    monkeypatch.setenv("MLIRGPU_SERVER_DIR", str(tmp_path / "server"))
+    (tmp_path / "server").mkdir(mode=0o700)
+    pool.prestart(1, warm)
+    worker = pool._idle[0]
+    if hasattr(worker.process, "read_pid"):
+        worker.process.read_pid()  # a forked worker's pid, the first thing the zygote says
+    expected = (True, ["mlir-opt", "mlir-translate"]) if warm else (False, [])
+    deadline = time.monotonic() + 20
+    while (_has_llvm(worker.process.pid), sorted(_tool_children(worker.process.pid))) != expected:
+        assert time.monotonic() < deadline or not warm, "the worker never got ready"
+        if not warm and time.monotonic() > deadline - 19:  # a second is plenty to see it does nothing
+            break
+        time.sleep(0.05)
+    assert (_has_llvm(worker.process.pid), sorted(_tool_children(worker.process.pid))) == expected
+    with pool.lease() as leased:
+        assert leased is worker
+        result = leased.call("compile_file", SOURCE, OPTIONS)
+    assert result.object_bytes == compile_file(SOURCE, OPTIONS).object_bytes
+
+
 def test_workers_end_with_the_caller(pool):
     with pool.lease() as worker:
         worker.call("compile_file", SOURCE, OPTIONS)

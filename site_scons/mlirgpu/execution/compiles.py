@@ -131,6 +131,7 @@ class BuildSession:
         self.jobs = jobs
         self.tell = tell
         self.expected = 0
+        self.warm_tools = ()  # the tools whose fork servers the workers start as they start (see expect)
         self.batches = None
         self.stages = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS=1 prints
         self.stats = False  # MLIRGPU_STATS, read when the tool is set up (a bad value stops it there)
@@ -151,15 +152,19 @@ class BuildSession:
         _POOL.from_server = True
         served_tools.supply_from_running_server()
 
-    def expect(self, source, remote_cache=False):
+    def expect(self, source, remote_cache=False, lowers=False):
         """The build is about to compile `source` (it looks out of date). `remote_cache`: its compiles use one, so
         they are expected cached: no translation runs before a compile asks (looking them up ahead would load the
-        Redis client into the build tool's process and fetch what no compile asks for)."""
+        Redis client into the build tool's process and fetch what no compile asks for), and no worker loads
+        LLVM before its compile needs it. Otherwise the workers started now load it at once, and with `lowers`
+        (the compile runs mlir-opt, then mlir-translate) start those tools' fork servers (worker.warm)."""
         self.expected += 1
+        if lowers:
+            self.warm_tools = ("mlir-opt", "mlir-translate")
         jobs = self.jobs()
         if self.expected <= jobs:
             _POOL.forking = jobs > 1
-            _POOL.prestart(self.expected)
+            _POOL.prestart(self.expected, None if remote_cache else self.warm_tools)
         if self.batches is None:
             from .batch import Batches  # only for builds with something to compile
 

@@ -46,6 +46,7 @@ class LLVMWorker:
         # The worker's temporary files live here (mode 700), removed by this side whatever becomes of the worker.
         self.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
         self.process = start(self.log_path)
+        self.warming = False  # a warm request sent, its answer not read yet
 
     def call(self, function, *args, what="LLVM", where=(None, None), environ=None, translator=OWN, scan=None):
         """Run entry point `function(*args)` of the pipeline in the worker, in this process's folder and environment
@@ -54,18 +55,12 @@ class LLVMWorker:
         that translates does). `scan`: this process's scan of the source (pipeline.scan.known_scan), or None."""
         given = None if translator is OWN else translator.given
         try:
+            if self.warming:
+                self.warming = False
+                self._reply(None)
             protocol.send_request(self.process.stdin, function, args, given is not None,
                                   os.environ if environ is None else environ, self.scratch, scan)
-            while True:
-                kind, value = protocol.receive_from_worker(self.process.stdout)
-                if kind == "hello":  # a forked worker's pid, written by the zygote
-                    self.process.pid = value
-                elif kind == "ask":
-                    protocol.send_answer(self.process.stdin, _answered(given))
-                elif kind == "progress":
-                    what, where = value
-                else:
-                    break
+            kind, value, what, where = self._reply(given, what, where)
         except (BrokenPipeError, OSError):
             kind = None
         except BaseException:  # Ctrl-C here: the compile is given up, so it must not go on writing outputs
@@ -81,6 +76,29 @@ class LLVMWorker:
         raise InternalError(f"internal error in {what} ({name})", detail=trace,
                             fix="please report it with the input; -v or MLIRGPU_DEBUG=1 shows the traceback"
                             ).located(*where)
+
+    def warm(self, tools):
+        """Have the worker load LLVM and start the fork servers of `tools` now (worker.warm), without waiting:
+        its answer is read before the next request."""
+        try:
+            protocol.send_request(self.process.stdin, "warm", (tuple(tools),), False, os.environ, self.scratch)
+            self.warming = True
+        except OSError:
+            pass  # a worker already gone: its first compile says so
+
+    def _reply(self, given, what="LLVM", where=(None, None)):
+        """The worker's answer to the request just sent: (kind, value, and the step it was at), answering its
+        requests for the caller's translation on the way; kind None when the pipe failed."""
+        while True:
+            kind, value = protocol.receive_from_worker(self.process.stdout)
+            if kind == "hello":  # a forked worker's pid, written by the zygote
+                self.process.pid = value
+            elif kind == "ask":
+                protocol.send_answer(self.process.stdin, _answered(given))
+            elif kind == "progress":
+                what, where = value
+            else:
+                return kind, value, what, where
 
     def _interrupt(self):
         """End a worker whose compile its caller gave up: interrupted as Ctrl-C does it (its atomic writes then
@@ -168,14 +186,19 @@ class Pool:
         self._started.append(worker)
         return worker
 
-    def prestart(self, count):
+    def prestart(self, count, warm=None):
         """Have `count` workers running, started now, so their start-up overlaps the caller's own work (a build
-        tool reading its build files) instead of delaying the first compiles."""
+        tool reading its build files) instead of delaying the first compiles; with `warm` (tool names), each
+        one started now also loads LLVM and starts those tools' fork servers meanwhile (LLVMWorker.warm)."""
         if self.here:
             return  # a worker forked when needed starts at once, and inherits what this process has read by then
         with self._lock:
             alive = sum(1 for worker in self._started if worker.alive)
-            self._idle.extend(self._start() for _ in range(count - alive))
+            started = [self._start() for _ in range(count - alive)]
+            if warm is not None:
+                for worker in started:
+                    worker.warm(warm)
+            self._idle.extend(started)
 
     def warm(self):
         """Whether a started worker waits for a compile (a compile server's runner keeps one): then nothing starts

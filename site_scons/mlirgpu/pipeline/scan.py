@@ -356,6 +356,18 @@ def uses_build_target(path):
         return True
 
 
+def runs_mlir_opt(path, options):
+    """Whether the compile of `path` runs mlir-opt (a lowering, or a file not cut straight from its text), and so
+    mlir-translate in its worker too: a build's workers start both tools' fork servers ahead for it. Unreadable
+    files count as running it (the compile's read reports why)."""
+    if options is not None and options.lowering:
+        return True
+    try:
+        return not scan_file(path).direct
+    except (Unreadable, UnicodeDecodeError, OSError):
+        return True
+
+
 def pieces_key(modules):
     """What identifies the pieces of a source cut directly (a batch translation of other pieces is no use)."""
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()

@@ -15,7 +15,7 @@ import SCons.Util
 from ...errors import CompileError
 from ...pipeline.record import read_listed_dumps
 from ...pipeline.planning import RECORD_DUMP
-from ...pipeline.scan import planned_outputs, predicted_libraries
+from ...pipeline.scan import planned_outputs, predicted_libraries, runs_mlir_opt
 from .artifacts import ARTIFACTS
 from .nodes import object_paths, source_path, substitute_dir, top_file, variable_node
 from .options import building, env_options, executor, object_options, remote_cache, search_environment
@@ -77,16 +77,16 @@ def declared(env, outputs, extra, dump_dir, source):
     except CompileError:
         remote = ""  # the action reports it, as it reports any other setting's error
     if not remote:  # compiles sent to a cluster need no local translations or workers
-        _expect(env, source[0], outputs + extra)
+        _expect(env, source[0], outputs + extra, options)
     return outputs + extra
 
 
-def _expect(env, source, targets):
+def _expect(env, source, targets, options):
     """A source that looks out of date is named to the build session while SCons still reads the build files,
     so its workers start and its translation is made meanwhile (see mlirgpu.execution.compiles.BuildSession)."""
     path = source_path(source, absolute=True)
     if will_build() and _looks_stale(path, targets):
-        SESSION.expect(path, remote_cache=bool(remote_cache(env)))
+        SESSION.expect(path, remote_cache=bool(remote_cache(env)), lowers=runs_mlir_opt(path, options))
 
 
 def _depend_on_substitutes(env, obj, source, options):
