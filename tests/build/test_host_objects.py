@@ -190,25 +190,43 @@ def test_host_code_keeps_upstream_launch_glue(name, target, chip, fmt, tmp_path,
                                 capture_output=True, text=True, check=True).stdout
     assert (tmp_path / "D" / "host.ll").read_text() == translated
 
-    # The object links with a stub runtime; its constructors load exactly our binaries, the host code launches.
+    # Its sections are those llc makes of that host code (constructors in .init_array.123, as llc and clang
+    # place them), besides our registry.
+    (tmp_path / "host.ll").write_text(translated)
+    subprocess.run([toolchain.llvm_tool("llc"), "-filetype=obj", "-relocation-model=pic", str(tmp_path / "host.ll"),
+                    "-o", str(tmp_path / "llc.o")], check=True)
+    ours = {name: kind for name, kind in _sections(obj).items() if "mlirgpu_registry" not in name}
+    assert ours == _sections(tmp_path / "llc.o")
+
+    # The object links with a stub runtime, by GNU ld and by ld.lld; its constructors load exactly our binaries,
+    # the host code launches.
     pre, call = HOST_MAIN[name]
     main = ("#include <stdlib.h>\n" + pre + "\nint main(void) { float *data = calloc(4096, sizeof(float));"
             " float *out = calloc(4096, sizeof(float)); " + call + " return 0; }\n")
-    program = link(tmp_path, [obj, os.path.join(DATA, "mgpu_stub.c")], main)
-    stub = tmp_path / "stub"
-    stub.mkdir()
-    run = subprocess.run([str(program)], env=dict(os.environ, STUB_DIR=str(stub)), capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    calls = (stub / "calls.txt").read_text().splitlines()
-    loaded = [line for line in calls if line.startswith(("load ", "loadjit "))]
-    assert len(loaded) == len(result.binaries) >= 1
-    for index, binary in enumerate(result.binaries):
-        data = (stub / f"load.{index}.bin").read_bytes()
-        dump = tmp_path / "D" / f"{binary.module}.{ {'fatbin': 'fatbin', 'bin': 'hsaco', 'isa': 'isa'}[fmt] }"
-        assert data == dump.read_bytes(), binary.module
-        assert loaded[index].startswith("loadjit" if fmt == "isa" else "load ")
-    assert sum(line.startswith("launch ") for line in calls) == 2
-    assert sum(line.startswith("unload ") for line in calls) == len(result.binaries)
+    lld = ["-fuse-ld=lld", "-B" + os.path.dirname(os.path.realpath(toolchain.llvm_tool("ld.lld")))]
+    for linker, extra in (("ld", []), ("lld", lld)):
+        program = link(tmp_path, [obj, os.path.join(DATA, "mgpu_stub.c")], main, name=f"prog-{linker}", extra=extra)
+        stub = tmp_path / f"stub-{linker}"
+        stub.mkdir()
+        run = subprocess.run([str(program)], env=dict(os.environ, STUB_DIR=str(stub)), capture_output=True,
+                             text=True)
+        assert run.returncode == 0, run.stderr
+        calls = (stub / "calls.txt").read_text().splitlines()
+        loaded = [line for line in calls if line.startswith(("load ", "loadjit "))]
+        assert len(loaded) == len(result.binaries) >= 1, (linker, calls)
+        for index, binary in enumerate(result.binaries):
+            data = (stub / f"load.{index}.bin").read_bytes()
+            dump = tmp_path / "D" / f"{binary.module}.{ {'fatbin': 'fatbin', 'bin': 'hsaco', 'isa': 'isa'}[fmt] }"
+            assert data == dump.read_bytes(), binary.module
+            assert loaded[index].startswith("loadjit" if fmt == "isa" else "load ")
+        assert sum(line.startswith("launch ") for line in calls) == 2
+        assert sum(line.startswith("unload ") for line in calls) == len(result.binaries), (linker, calls)
+
+
+def _sections(path):
+    """{name: (type, flags)} of an object's sections."""
+    with open(path, "rb") as handle:
+        return {section.name: (section["sh_type"], section["sh_flags"]) for section in ELFFile(handle).iter_sections()}
 
 
 SCONS_PROJECT = """\

@@ -21,7 +21,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from . import libraries as device_libraries
-from . import arena as llvm_arena, isolation, optnone, toolchain
+from . import arena as llvm_arena, isolation, optnone, structors, toolchain
 from .arena import CONTEXT, MACHINE, MODULE
 from ..errors import CompileError
 
@@ -286,7 +286,7 @@ def object_from_ir(ir_text, triple=HOST_TRIPLE):
     are closed before it returns."""
     with llvm_arena.Arena():
         context = _own(CONTEXT, llvm.create_context())
-        module = _own(MODULE, llvm.parse_assembly(ir_text, context=context))
+        module = _own(MODULE, llvm.parse_assembly(structors.in_array_sections(ir_text), context=context))
         machine = _own(MACHINE, llvm.Target.from_triple(triple).create_target_machine(reloc="pic",
                                                                                       codemodel="default"))
         _set_layout(module, machine)
