@@ -30,8 +30,9 @@ from ..llvm import toolchain
 from .embed import Embedded
 from ..version import __version__
 
-# What an entry holds; raised when that changes, so entries of an earlier layout are never read as this one's.
-LAYOUT = 1
+# What an entry holds; raised when that changes, so entries of an earlier layout are never read as this one's
+# (2: host objects' constructors in .init_array, mlirgpu.llvm.structors).
+LAYOUT = 2
 _WHERE_OUTPUTS_GO = ("dump_dir", "dump_prefix", "header", "depfile")
 
 
