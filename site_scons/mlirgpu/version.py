@@ -5,7 +5,7 @@ are made of these; every `mlirgpu compile` computes the first, so this module im
 import os
 import sys
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"  # 0.1.1: host objects run their constructors under ld.lld too (.init_array)
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
