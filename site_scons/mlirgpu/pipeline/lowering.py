@@ -318,7 +318,10 @@ def lower_with_host(path, pipeline, options, print_args, what):
     if any(_CUT in element for element in [*device, *pipeline.after]):
         return None
     merged = anchored(", ".join([*device, _CUT, *pipeline.after]))
-    folder = tempfile.mkdtemp(prefix="mlirgpu-cut-")
+    try:
+        folder = tempfile.mkdtemp(prefix="mlirgpu-cut-")
+    except OSError:
+        return None  # no temporary folder: the two runs apart, whose tools report where they cannot write
     try:
         host = mlirtools.run_mlir_tool("mlir-opt", [path, f"--pass-pipeline={merged}", *print_args,
                                                     f"--mlir-print-ir-before={_CUT}",
