@@ -83,6 +83,21 @@ def test_command_line_wins_and_setdefault_after_the_tool_works(tmp_path):
     assert "--target nvvm --chip sm_80" in run.stdout
 
 
+def test_a_setting_changed_after_the_object_is_declared_is_the_one_it_compiles_with(tmp_path):
+    """SCons builds an object with its environment as the build files leave it: a GPU_* variable or the tool
+    search path set after `StaticLibrary(...)` counts (options computed while the files are read are reused only
+    where nothing changed)."""
+    path = project(tmp_path / "p")
+    gpu = path / "gpu" / "SConscript"
+    gpu.write_text(GPU + 'env["GPU_CHIP"] = "sm_90"\nenv["GPU_FEATURES"] = "+ptx81"\n')
+    run = scons(path)
+    assert run.stdout.count("--chip sm_90 --features +ptx81") == 2, run.stdout
+    assert "sm_90" in (path / "build" / "gpu" / "kernels.h").read_text()
+    assert "`.' is up to date." in scons(path).stdout
+    gpu.write_text(GPU)
+    assert "--chip sm_80" in scons(path).stdout
+
+
 def test_dumpdir_on_the_command_line_gives_each_object_a_folder(tmp_path):
     path = project(tmp_path / "p")
     scons(path, "GPU_TARGET=rocdl", "DUMP=1", "GPU_DUMPDIR=dumps")
