@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -90,6 +91,39 @@ def cold_scons(base, reps, interleave, scons, clean, toolchain, count=None):
                         reps, lambda name, cwd: clean(cwd))
     result["sources"] = count
     return result
+
+
+# The stages of ours that do work upstream's chain does too: in-process LLVM (upstream's mlir-opt runs the same
+# passes), the host object's code generation (upstream's llc); the tools' runs count whole.
+_SHARED_STAGES = ("initial.ll", "linked.ll", "opt.ll", "isa", "embed")
+
+
+def work_floor(folder, count, reps, timed, scons, clean):
+    """What a cold build cannot go below, for the corpus of `count` sources in `folder` (an SConstruct and
+    upstream.mk): one CPU (-j1), no stage cache or server, ours with MLIRGPU_PROFILE. The work both chains do
+    (every tool run: mlir-opt's lowering, mlir-translate, ptxas, fatbinary, ld.lld; the LLVM stages and the host
+    object's code generation) against upstream's whole chain, in CPU seconds (timed: perf's task-clock of the
+    process tree). What is left of ours is the orchestration: SCons, the workers' Python, cutting modules,
+    printing and writing dumps. Medians over `reps` builds of each."""
+    profile = folder + ".profile.jsonl"
+    env = dict(os.environ, MLIRGPU_CACHE="off", MLIRGPU_SERVER="off", MLIRGPU_PROFILE=profile)
+    subprocess.run(scons + ["-Q", "-j2", "DUMP=1"], cwd=folder, env=env, check=True, capture_output=True)  # warm
+    ours, upstream, shared, tools = [], [], [], []
+    for _ in range(reps):
+        clean(folder)
+        if os.path.exists(profile):
+            os.unlink(profile)
+        ours.append(timed(scons + ["-Q", "-j1", "DUMP=1"], folder, env)[1])
+        clean(folder)
+        upstream.append(timed(["make", "-s", "-j1", "-f", "upstream.mk"], folder, env)[1])
+        with open(profile, encoding="utf-8") as handle:
+            entries = [json.loads(line) for line in handle]
+        tools.append(sum(seconds for entry in entries for _runs, seconds in entry["tools"].values()))
+        shared.append(tools[-1] + sum(entry["stages"].get(stage, 0.0) for entry in entries
+                                      for stage in _SHARED_STAGES))
+    return {"sources": count, "reps": reps, "ours_cpu": statistics.median(ours),
+            "upstream_cpu": statistics.median(upstream), "tools": statistics.median(tools),
+            "shared_work": statistics.median(shared)}
 
 
 # The tools of both chains that load LLVM or MLIR: a process start of each costs tens of milliseconds.
@@ -218,6 +252,9 @@ def report(results, paired):
         lines.append(f"Tool processes per source, upstream-style corpus ({counted['sources']} sources): LLVM/MLIR tools "
                      f"ours {counted['ours_llvm']:.2f} / upstream's chain {counted['upstream_llvm']:.2f}; all of ours "
                      f"(ptxas, fatbinary too) {counted['ours']:.2f}")
+    for key, corpus in (("pipelines_floor", "upstream-style corpus"), ("project_floor", "project corpus")):
+        if key in results:
+            lines.append(_floor_line(results[key], corpus))
     pip = results.get("pip_served")
     if pip:
         lines.append(f"Pip-installed, server warm, upstream-style corpus ({pip['sources']} sources): median s, "
@@ -234,3 +271,12 @@ def report(results, paired):
                          f"{single[one_name]['median']:.3f} / {single['upstream']['median']:.3f} = "
                          f"{one['median']:.2f} ({one['min']:.2f}-{one['max']:.2f})")
     return lines
+
+
+def _floor_line(floor, corpus):
+    per = 1000 / floor["sources"]
+    return (f"Work floor, {corpus} ({floor['sources']} sources, -j1, CPU ms per source): upstream "
+            f"{floor['upstream_cpu'] * per:.1f}; ours {floor['ours_cpu'] * per:.1f} "
+            f"({floor['ours_cpu'] / floor['upstream_cpu']:.2f}x), of which work upstream does too "
+            f"{floor['shared_work'] * per:.1f} ({floor['shared_work'] / floor['upstream_cpu']:.2f}x; the tools' runs "
+            f"{floor['tools'] * per:.1f})")

@@ -502,12 +502,22 @@ def sections(args, base, corpus_dir, reps, incr, null_sizes):
         "remote_cache": lambda: fleet.remote_cache(base, corpus_dir, reps, SCONS, timed),
         "pipelines_cold": lambda: pipelines.cold_scons(base, reps, interleave, SCONS, clean, toolchain,
                                                        6 if args.quick else None),
+        "pipelines_floor": lambda: work_floor(base, "pipelines-floor", lambda folder: pipelines.write_corpus(
+            folder, toolchain, count=6 if args.quick else None), reps),
+        "project_floor": lambda: work_floor(base, "project-floor", lambda folder: write_corpus(
+            folder, 6 if args.quick else 40), reps),
         "pipelines_processes": lambda: pipelines.processes(base, toolchain, 6 if args.quick else None),
         "pip_served": lambda: pipelines.pip_served(base, reps, interleave, toolchain, fast.ninja(),
                                                    6 if args.quick else None),
         "scaling": lambda: fleet.scaling(base, 10 if args.quick else 200, 1 if args.quick else min(reps, 2), SCONS,
                                          timed, write_corpus, (1, 2) if args.quick else (1, 2, 4)),
     }
+
+
+def work_floor(base, name, write, reps):
+    """pipelines.work_floor of the corpus `write(folder)` writes (returning its number of sources)."""
+    folder = os.path.join(base, name)
+    return pipelines.work_floor(folder, write(folder), min(reps, 3), timed, SCONS, clean)
 
 
 def corpus_latency_files(corpus_dir):

@@ -13,10 +13,15 @@ def test_quick_benchmark_produces_every_section(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"full", "latency", "null", "incremental", "profile", "ninja", "single", "cutoff",
-                            "scons_one_edited", "pipelines_cold", "pip_served", "many_modules"}
+                            "scons_one_edited", "pipelines_cold", "pipelines_floor", "project_floor",
+                            "pip_served", "many_modules"}
     # The pip user's rows ran through the native launcher `mlirgpu --launcher` printed (the server built it).
     assert results["pip_served"]["native"] and results["pip_served"]["command"].startswith("launcher/mlirgpu-")
     assert results["pipelines_cold"]["sources"] == 7 and results["pip_served"]["sources"] == 7
+    for key, sources in (("pipelines_floor", 7), ("project_floor", 6)):
+        floor = results[key]  # the work both chains do is a part of ours, from the compiles' profiles
+        assert floor["sources"] == sources and 0 < floor["tools"] < floor["shared_work"] < floor["ours_cpu"]
+        assert floor["upstream_cpu"] > 0
     assert set(results["many_modules"]) == {"100 modules", "1 MiB blob", "1 MiB comment"}
     for value in results["many_modules"].values():
         assert value["ours"]["median"] > 0 and value["upstream"]["peak_pss_kib"] > 0 and value["time_ratio"] > 0

@@ -98,6 +98,28 @@ def test_a_setting_changed_after_the_object_is_declared_is_the_one_it_compiles_w
     assert "--chip sm_80" in scons(path).stdout
 
 
+def test_a_dump_shaping_setting_changed_after_the_object_is_declared_stops_before_compiling(tmp_path):
+    """With dumps the emitter declared the object's dumps from the values when it was declared, and SCons takes no
+    new targets once it builds: a later GPU_FORMAT=isa (no cubin, fatbin or log) stops the compile with the
+    variable, both values, the build file and the fix; nothing is written, and the next build tries again. A
+    later change that leaves the declared dumps as they are (the chip of a one-chip build) builds."""
+    path = project(tmp_path / "p")
+    gpu = path / "gpu" / "SConscript"
+    gpu.write_text(GPU + 'env["GPU_FORMAT"] = "isa"\n')
+    for _ in range(2):
+        run = scons(path, "DUMP=1", check=False)
+        assert run.returncode != 0
+        assert re.search(r"gpu/SConscript: error: GPU_FORMAT was changed from 'fatbin' to 'isa' after "
+                         r"build/gpu/kernels\.os? was declared with dumps", run.stderr), run.stderr
+        assert re.search(r"fix: set GPU_FORMAT before the call that declares kernels\.os?, or pass it to that call "
+                         r"\(GPU_FORMAT='isa'\)", run.stderr), run.stderr
+        assert not [name for name in products(path) if name.endswith((".o", ".os", ".h", ".isa", ".json"))]
+    gpu.write_text(GPU + 'env["GPU_CHIP"] = "sm_90"\n')
+    run = scons(path, "DUMP=1")
+    assert run.stdout.count("--chip sm_90") == 2
+    assert (path / "build" / "gpu" / "kernels.dumps" / "blend.isa").is_file()
+
+
 def test_dumpdir_on_the_command_line_gives_each_object_a_folder(tmp_path):
     path = project(tmp_path / "p")
     scons(path, "GPU_TARGET=rocdl", "DUMP=1", "GPU_DUMPDIR=dumps")

@@ -16,10 +16,11 @@ from ...compile_options import OPTIONS, to_argv
 from ...errors import CompileError
 from ...pipeline.dumps import remove_stale_dumps
 from ...pipeline.planning import tool_identities
-from ...pipeline.scan import uses_build_target
+from ...pipeline.scan import planned_outputs, uses_build_target
 from ...util.cmdline import option_words
 from .nodes import source_path, substitute_dir, top_file
-from .options import building, executor, object_options, remembering, search_environment, worker_environment
+from .options import (building, changed_since_declared, executor, object_options, remembering, search_environment,
+                      worker_environment)
 from .session import SESSION
 from .variables import as_bool, setting, text
 
@@ -101,6 +102,8 @@ def compile_object(target, source, env):
         options = object_options(env, target, source)
         if not as_bool(setting(env, "GPU_DUMP")):
             options = dataclasses.replace(options, dump_dir="")
+        else:
+            _check_declared_dumps(env, target, source, options)
         trace = text(env, "GPU_TRACE")
         result = SESSION.compile(path, output_path(obj), options, worker_environment(env), executor(env),
                                  trace=top_file(env, trace).abspath if trace else "")
@@ -132,6 +135,31 @@ def compile_object(target, source, env):
                    f"undeclared: {extra}); please report this with the source file",
         )
     return 0
+
+
+def _check_declared_dumps(env, target, source, options):
+    """Stop before compiling where a build file changed a GPU_* variable after declaring the object and the
+    dumps the compile would write are no longer those declared as its targets (SCons takes no new targets once
+    it builds): the error names each variable and the fix, and nothing is written."""
+    obj = target[0]
+    changed = changed_since_declared(env, obj)
+    if not changed or getattr(obj.attributes, "mlirgpu_unplanned", False):
+        return
+    dump_dir = obj.attributes.mlirgpu_paths[1]
+    declared = {os.path.normpath(node.path) for node in target[getattr(obj.attributes, "mlirgpu_outputs", 1):]
+                if node.path != options.header}
+    planned = {os.path.normpath(os.path.join(dump_dir.path, name))
+               for name in planned_outputs(source_path(source[0], absolute=True), options)}
+    if planned == declared:
+        return
+    values = ", ".join(f"{name} was changed from {then!r} to {now!r}" for name, then, now in changed)
+    first = changed[0][0]
+    where = getattr(obj.attributes, "mlirgpu_declared_in", None)
+    raise CompileError(f"{values} after {obj.path} was declared with dumps (from {source[0]}): the "
+                       "dumps declared as its targets follow the values then",
+                       file=where.srcnode().path if where else source_path(source[0]),
+                       fix=f"set {first} before the call that declares {obj.name}, or pass it to that call "
+                           f"({first}={changed[0][2]!r})")
 
 
 def output_path(obj):

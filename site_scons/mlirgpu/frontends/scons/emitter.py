@@ -10,6 +10,7 @@ import SCons.Errors
 import SCons.Node
 import SCons.Scanner
 import SCons.Script
+from SCons.Script.SConscript import call_stack as _READING  # the build files being read
 import SCons.Util
 
 from ...errors import CompileError
@@ -48,6 +49,7 @@ def declared(env, outputs, extra, dump_dir, source):
     `extra` (the header) and, with GPU_DUMP, its dumps; the first output's libraries are dependencies, its
     dump folder is its own, and a source that looks out of date is named to the build session."""
     obj = outputs[0]
+    obj.attributes.mlirgpu_declared_in = _READING[-1].sconscript if _READING else None  # for errors about it
     if obj.attributes.mlirgpu_libs:
         env.Depends(outputs, obj.attributes.mlirgpu_libs)
     if text(env, "GPU_TRACE"):

@@ -130,6 +130,17 @@ def _settings(env):
     return tuple(values), search_environment(env)
 
 
+def changed_since_declared(env, obj):
+    """[(variable, value then, value now)] of the GPU_* variables a build file changed after declaring `obj`
+    (the emitter declared its dumps from the values then); [] where none did, or where a value substitutes
+    $VARIABLES (not compared)."""
+    read = getattr(obj.attributes, "mlirgpu_read_options", None)
+    now = _settings(env)
+    if read is None or now is None:
+        return []
+    return [(name, then, value) for name, then, value in zip(_SETTINGS, read[0][0], now[0]) if then != value]
+
+
 def env_options(env, target, source, **paths):
     """The compile options `env` gives (without the object's own paths unless given); raises CompileError."""
     values = {option.name: text(env, option.variable, target, source) for option in OPTIONS
