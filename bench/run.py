@@ -8,7 +8,8 @@ Repetitions are interleaved (ours, upstream, ours, ...); medians and min-max are
 ours/upstream. Sections: full builds (-j2, -j1), single-source latency, null builds against SCons's floor (the
 same number of targets from a trivial Command), an incremental rebuild, DUMP=1 against DUMP=0 with peak memory,
 the scan of files of many modules against mlir-opt, big inputs (files of 1000-10,000 modules, a 48 MiB resource blob
-or comment file: bench/many_modules.py), a profile of where the time goes (MLIRGPU_PROFILE); these
+or comment file: bench/many_modules.py), a profile of where the time goes (MLIRGPU_PROFILE), the work floor of
+cold builds (bench/pipelines.work_floor: the work both chains do against upstream's whole chain); these
 run without the stage cache and the compile server. Then the server's and the cache's (bench/fast.py): Ninja
 builds per file with the server warm, cold and off, one source with a warm server, early cutoff in a file of 20
 modules, and SCons with one of 200 sources edited against SCons's floor plus the upstream chain. Then sharing
