@@ -60,9 +60,12 @@ def bounded(argv, seconds, input=None, cwd=None):
 
 # MLIR's tools write stderr unbuffered (LLVM's errs()): a module printed there (a user's `print-ir`, many
 # diagnostics) comes a token at a time, 3,600 writes for 12 KB. Woken for each, the reader would spend more CPU
-# than the tool; after a read this short it lets the output gather for a millisecond first (a pipe holds 64 KB:
-# the tool never waits on it).
+# than the tool; after more than a few reads this short it lets the output gather for a millisecond before each
+# next one (a pipe holds 64 KB: the tool never waits on it). Not before: a run's own last bytes and its status
+# come apart, and a millisecond after each was 4 ms of a small compile's 40 (two runs). Nor once the tool has
+# ended (its status came): what it wrote is all there.
 DRIBBLE_BYTES = 4096
+DRIBBLE_READS = 8
 DRIBBLE_SECONDS = 0.001
 
 
@@ -138,6 +141,7 @@ class _Prestarted:
         pending = memoryview(input or b"")
         os.set_blocking(self.stdin, False)
         open_fds = set(chunks)
+        short_reads = 0
         try:
             while open_fds or pending is not None:
                 left = deadline - time.monotonic()
@@ -160,10 +164,12 @@ class _Prestarted:
                     data = os.read(fd, 1 << 16)
                     if data:
                         chunks[fd].append(data)
-                        dribble = dribble or len(data) < DRIBBLE_BYTES
+                        if fd != status and len(data) < DRIBBLE_BYTES:
+                            short_reads += 1
+                            dribble = short_reads > DRIBBLE_READS
                     else:
                         open_fds.discard(fd)
-                if dribble and pending is None:
+                if dribble and pending is None and not chunks[status]:
                     time.sleep(DRIBBLE_SECONDS)
         finally:
             self.close()
