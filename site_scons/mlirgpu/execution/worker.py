@@ -68,9 +68,8 @@ def boot(log_path, expected_major, llvm=True, tools=None):
     cached never does. `tools`, for a worker serving one command's compile: the tools (the translator, when the
     command does not translate ahead) that get fork servers now, which load on the other CPU while LLVM loads
     here, so their first run waits for nothing (45 ms of a command's mlir-translate)."""
-    from ..util.heap import keep_booted, no_collection, trim_freed_tops
+    from ..util.heap import keep_booted, no_collection
 
-    trim_freed_tops()  # before any compile's threads free their tools' outputs
     with no_collection():
         from ..cache import remote as remotecache
         from ..llvm import toolchain

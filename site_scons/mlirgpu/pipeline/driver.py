@@ -27,7 +27,7 @@ from . import compileentry, embed, hostobject, hostplaceholder, jobrunner, repro
 from . import source as sources
 from ..llvm import process, toolchain
 from ..util import environment, trace
-from ..util.heap import release_free_memory
+from ..util.heap import large_source, release_free_memory, trim_freed_tops
 from .compileresult import CompileResult, compile_dependencies, own_target_warnings
 from .dumps import DumpFolder
 from .library import compile_library
@@ -53,6 +53,9 @@ def compile_to_object(source, output, options, translator=None, report=None, run
     if options.emit == LIBRARY:  # bitcode libraries, not an object (mlirgpu.pipeline.library)
         return compile_library(source, output, options, translator or OWN, report or _no_report, runner)
     started, wall = time.perf_counter(), time.time()
+    large = large_source(source)
+    if large:
+        trim_freed_tops()  # before its threads free the tools' outputs (util.heap)
     remove_stale_temps([path for path in (output, options.header, options.depfile) if path])
     with spool.Spool() as spooling:
         result = _compile_source(source, options, output, translator, report, runner, spooling)
@@ -70,7 +73,8 @@ def compile_to_object(source, output, options, translator=None, report=None, run
     result.binaries = [dataclasses.replace(item, data=b"") for item in result.binaries]
     modules = {id(job.module): dataclasses.replace(job.module, text="") for job in result.jobs}
     result.jobs = [dataclasses.replace(job, module=modules[id(job.module)]) for job in result.jobs]
-    release_free_memory()  # the compile's own data, freed: not held while the result goes back
+    if large:
+        release_free_memory()  # the compile's own data, freed: not held while the result goes back
     return result
 
 
