@@ -175,16 +175,20 @@ def test_a_zygote_leaves_llvm_to_the_compiles_that_need_it(tmp_path, monkeypatch
         pool.shutdown()
 
 
-@pytest.mark.parametrize("warm", [None, ("mlir-opt", "mlir-translate")], ids=["cold", "warmed"])
+@pytest.mark.parametrize("warm", [None, ("mlir-opt", "mlir-translate"), ("mlir-opt",)],
+                         ids=["cold", "warmed", "warmed-twice"])
 def test_a_prestarted_worker_gets_ready_while_its_caller_reads_the_build(pool, warm, tmp_path, monkeypatch):
     """A build's workers start while SCons reads the build files; warmed (a build that compiles, and lowers),
     each loads LLVM and starts mlir-opt's and mlir-translate's fork servers before any compile reaches it, and
-    its first compile is the same as a cold worker's. Not warmed (a build expecting its compiles in a remote
-    cache), it loads nothing until a compile needs it."""
+    its first compile is the same as a cold worker's; also when the second tool comes in a later request (a later
+    source's compile runs it), whose answer the compile's call reads first. Not warmed (a build expecting its
+    compiles in a remote cache), it loads nothing until a compile needs it."""
     monkeypatch.setenv("MLIRGPU_CACHE", "off")
     monkeypatch.setenv("MLIRGPU_SERVER_DIR", str(tmp_path / "server"))
     (tmp_path / "server").mkdir(mode=0o700)
     pool.prestart(1, warm)
+    if warm == ("mlir-opt",):
+        pool.warm_started(("mlir-translate",))
     worker = pool._idle[0]
     if hasattr(worker.process, "read_pid"):
         worker.process.read_pid()  # a forked worker's pid, the first thing the zygote says

@@ -131,7 +131,7 @@ class BuildSession:
         self.jobs = jobs
         self.tell = tell
         self.expected = 0
-        self.warm_tools = ()  # the tools whose fork servers the workers start as they start (see expect)
+        self.warm_tools = ()  # the tools whose fork servers the workers start (see expect)
         self.batches = None
         self.stages = []  # each compile's stages (ran or cached), for the line MLIRGPU_STATS=1 prints
         self.stats = False  # MLIRGPU_STATS, read when the tool is set up (a bad value stops it there)
@@ -152,15 +152,20 @@ class BuildSession:
         _POOL.from_server = True
         served_tools.supply_from_running_server()
 
-    def expect(self, source, remote_cache=False, lowers=False):
+    def expect(self, source, remote_cache=False, tools=()):
         """The build is about to compile `source` (it looks out of date). `remote_cache`: its compiles use one, so
         they are expected cached: no translation runs before a compile asks (looking them up ahead would load the
         Redis client into the build tool's process and fetch what no compile asks for), and no worker loads
-        LLVM before its compile needs it. Otherwise the workers started now load it at once, and with `lowers`
-        (the compile runs mlir-opt, then mlir-translate) start those tools' fork servers (worker.warm)."""
+        LLVM before its compile needs it. Otherwise the workers started now load it at once, and start the fork
+        servers of `tools` (the names of the tools its compile runs: pipeline.scan.tools_run) and of every
+        source's expected before (worker.warm); those started before get the ones new to them. A build's first
+        runs of llvm-mc, ld.lld or llc then find them loaded: started at the first run, each waited 50-200 ms
+        for its tool to load while the other compiles and the build's own start took the CPUs."""
         self.expected += 1
-        if lowers:
-            self.warm_tools = ("mlir-opt", "mlir-translate")
+        new = () if remote_cache else tuple(name for name in tools if name not in self.warm_tools)
+        self.warm_tools += new
+        if new and self.expected > 1:  # the first source's go to the workers it starts
+            _POOL.warm_started(new)
         jobs = self.jobs()
         if self.expected <= jobs:
             _POOL.forking = jobs > 1

@@ -46,7 +46,7 @@ class LLVMWorker:
         # The worker's temporary files live here (mode 700), removed by this side whatever becomes of the worker.
         self.scratch = tempfile.mkdtemp(prefix="mlirgpu-")
         self.process = start(self.log_path)
-        self.warming = False  # a warm request sent, its answer not read yet
+        self.warming = 0  # warm requests sent whose answers are not read yet
 
     def call(self, function, *args, what="LLVM", where=(None, None), environ=None, translator=OWN, scan=None):
         """Run entry point `function(*args)` of the pipeline in the worker, in this process's folder and environment
@@ -55,8 +55,8 @@ class LLVMWorker:
         that translates does). `scan`: this process's scan of the source (pipeline.scan.known_scan), or None."""
         given = None if translator is OWN else translator.given
         try:
-            if self.warming:
-                self.warming = False
+            while self.warming:
+                self.warming -= 1
                 self._reply(None)
             protocol.send_request(self.process.stdin, function, args, given is not None,
                                   os.environ if environ is None else environ, self.scratch, scan)
@@ -79,10 +79,10 @@ class LLVMWorker:
 
     def warm(self, tools):
         """Have the worker load LLVM and start the fork servers of `tools` now (worker.warm), without waiting:
-        its answer is read before the next request."""
+        its answer (each one's, when asked again) is read before the next request."""
         try:
             protocol.send_request(self.process.stdin, "warm", (tuple(tools),), False, os.environ, self.scratch)
-            self.warming = True
+            self.warming += 1
         except OSError:
             pass  # a worker already gone: its first compile says so
 
@@ -199,6 +199,13 @@ class Pool:
                 for worker in started:
                     worker.warm(warm)
             self._idle.extend(started)
+
+    def warm_started(self, tools):
+        """Have every worker started and idle start the fork servers of `tools` too (LLVMWorker.warm)."""
+        with self._lock:
+            for worker in self._idle:
+                if worker.alive:
+                    worker.warm(tools)
 
     def warm(self):
         """Whether a started worker waits for a compile (a compile server's runner keeps one): then nothing starts

@@ -56,6 +56,14 @@ def tools():
     return [llc] if llc else []
 
 
+def may_run_llc():
+    """Whether a module's ISA may come from the release `llc` (the mode allows it and one is found)."""
+    try:
+        return bool(tools())
+    except CompileError:  # a bad mode or a missing llc under `tools`: the compile says so
+        return False
+
+
 def identity():
     """What of the LLVM builds shapes a stage's output besides llvmlite (whose identity the keys hold too): the
     mode, the thresholds it applies, and the identity of the `llc` file it may run."""

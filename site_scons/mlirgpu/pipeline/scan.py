@@ -368,6 +368,28 @@ def runs_mlir_opt(path, options):
         return True
 
 
+def tools_run(path, options):
+    """The names of the MLIR and LLVM tools the compile of `path` with `options` runs, as far as the scan tells
+    (a build's workers start their fork servers ahead, while the build files are read): mlir-opt and
+    mlir-translate where it lowers (`runs_mlir_opt`), each module target's own (`Toolchain.runs`), and the
+    release llc that may generate a large module's ISA (mlirgpu.llvm.backend)."""
+    from ..llvm import backend
+
+    names = {"mlir-opt", "mlir-translate"} if runs_mlir_opt(path, options) else set()
+    try:
+        modules = scan_file(path).modules
+    except (Unreadable, UnicodeDecodeError, OSError):  # mlir-opt reads it: only the build's target is known
+        modules = ()
+    attached = {attr.target for module in modules for attr in module.targets}
+    if options is not None and options.target and not (modules and all(module.targets for module in modules)):
+        attached.add(TARGETS[options.target])
+    for target in attached:
+        names.update(target.toolchain.runs)
+    if attached and backend.may_run_llc():
+        names.add("llc")
+    return tuple(sorted(names))
+
+
 def pieces_key(modules):
     """What identifies the pieces of a source cut directly (a batch translation of other pieces is no use)."""
     return hashlib.sha256("\0".join(m.text for m in modules).encode("utf-8")).hexdigest()

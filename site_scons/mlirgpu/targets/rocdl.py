@@ -194,6 +194,8 @@ class ROCDLOutputs(Outputs):
 class ROCDLToolchain(Toolchain):
     """The ROCm device libraries and ld.lld."""
 
+    runs = ("llvm-mc", "ld.lld")
+
     def toolkit(self, options, environment=None):
         return rocm.rocm_toolkit(options.toolkit, environment)
 

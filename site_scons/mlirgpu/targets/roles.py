@@ -318,6 +318,10 @@ class Outputs(Role):
 class Toolchain(Role):
     """The toolkit and the tools the target's compiles run."""
 
+    # The LLVM tools a job of this target runs by name, every job (its binary stage's); a build's workers start
+    # their fork servers while the build files are read (mlirgpu.pipeline.scan.tools_run).
+    runs = ()
+
     def toolkit(self, options, environment=None):
         """This target's toolkit root (the `toolkit` option, else found), or None."""
         return None

@@ -16,7 +16,7 @@ import SCons.Util
 from ...errors import CompileError
 from ...pipeline.record import read_listed_dumps
 from ...pipeline.planning import RECORD_DUMP
-from ...pipeline.scan import planned_outputs, predicted_libraries, runs_mlir_opt
+from ...pipeline.scan import planned_outputs, predicted_libraries, tools_run
 from .artifacts import ARTIFACTS
 from .nodes import object_paths, source_path, substitute_dir, top_file, variable_node
 from .options import building, env_options, executor, object_options, remote_cache, search_environment
@@ -88,7 +88,7 @@ def _expect(env, source, targets, options):
     so its workers start and its translation is made meanwhile (see mlirgpu.execution.compiles.BuildSession)."""
     path = source_path(source, absolute=True)
     if will_build() and _looks_stale(path, targets):
-        SESSION.expect(path, remote_cache=bool(remote_cache(env)), lowers=runs_mlir_opt(path, options))
+        SESSION.expect(path, remote_cache=bool(remote_cache(env)), tools=tools_run(path, options))
 
 
 def _depend_on_substitutes(env, obj, source, options):
