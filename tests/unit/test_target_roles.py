@@ -33,7 +33,7 @@ USES = {
     "pipeline/planning.py": {"checks", "lowering", "outputs", "toolchain"},
     "pipeline/record.py": {"codegen"},
     "pipeline/repro.py": {"codegen", "outputs"},
-    "pipeline/scan.py": {"checks", "codegen"},
+    "pipeline/scan.py": {"checks", "codegen", "toolchain"},
     "pipeline/source.py": {"checks", "lowering"},
     "pipeline/stagerunner.py": {"codegen"},
     "pipeline/stages.py": {"codegen", "outputs", "toolchain"},
