@@ -73,9 +73,17 @@ class _CompileAction(SCons.Action.FunctionAction):
 
     def get_presig(self, target, source, env, executor=None):
         """The hash of the function's code and `_signature` (some kilobytes), which SCons hashes again twice
-        for each target of an object in every build."""
+        for each target of an object in every build. Once SCons builds, the object's settings are final, and
+        it asks for this eleven times per object of a build with dumps: remembered on the object's node."""
+        building()
+        remembered = getattr(target[0].attributes, "mlirgpu_presig", None) if target else None
+        if remembered is not None and remembered[0] is env:
+            return remembered[1]
         contents = self.funccontents + _signature(target, source, env).encode("utf-8")
-        return hashlib.sha256(contents).hexdigest().encode("ascii")
+        presig = hashlib.sha256(contents).hexdigest().encode("ascii")
+        if target and remembering():
+            target[0].attributes.mlirgpu_presig = (env, presig)
+        return presig
 
     def genstring(self, target, source, env, executor=None):
         """The action as SCons records it (`--debug=explain` shows the old and new ones): the command line,
