@@ -181,8 +181,9 @@ def test_a_prestarted_worker_gets_ready_while_its_caller_reads_the_build(pool, w
     """A build's workers start while SCons reads the build files; warmed (a build that compiles, and lowers),
     each loads LLVM and starts mlir-opt's and mlir-translate's fork servers before any compile reaches it, and
     its first compile is the same as a cold worker's; also when the second tool comes in a later request (a later
-    source's compile runs it), whose answer the compile's call reads first. Not warmed (a build expecting its
-    compiles in a remote cache), it loads nothing until a compile needs it."""
+    source's compile runs it), whose answer the compile's call reads first. Forked, the worker has LLVM from its
+    zygote, which loaded it once before forking. Not warmed (a build expecting its compiles in a remote cache),
+    neither loads anything until a compile needs it."""
     monkeypatch.setenv("MLIRGPU_CACHE", "off")
     monkeypatch.setenv("MLIRGPU_SERVER_DIR", str(tmp_path / "server"))
     (tmp_path / "server").mkdir(mode=0o700)
@@ -200,6 +201,8 @@ def test_a_prestarted_worker_gets_ready_while_its_caller_reads_the_build(pool, w
             break
         time.sleep(0.05)
     assert (_has_llvm(worker.process.pid), sorted(_tool_children(worker.process.pid))) == expected
+    if pool.forking:  # warmed, the zygote loaded LLVM once for the workers it forks
+        assert _has_llvm(pool.zygote.process.pid) == bool(warm)
     with pool.lease() as leased:
         assert leased is worker
         result = leased.call("compile_file", SOURCE, OPTIONS)

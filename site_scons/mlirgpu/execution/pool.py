@@ -168,7 +168,7 @@ class Pool:
         self._started = []  # every worker this pool started (for prestart's count)
         self._lock = threading.Lock()
 
-    def _start(self):
+    def _start(self, warm=None):
         if self.here:
             worker = LLVMWorker(processes.fork_here, self.log_folder)
         elif self.booting_here is not None and threading.active_count() == 1:  # a threaded one's fork could deadlock
@@ -179,9 +179,9 @@ class Pool:
                 self.zygote = None
             if self.zygote is None and self.from_server:
                 self.zygote = processes.Zygote.from_server()
-            if self.zygote is None and self.forking:
-                self.zygote = processes.Zygote.fork_here(self.log_folder) if threading.active_count() == 1 \
-                    else processes.Zygote.spawn(self.log_folder)  # a fork of a threaded process could deadlock
+            if self.zygote is None and self.forking:  # a fork of a threaded process could deadlock: spawned then
+                start = processes.Zygote.fork_here if threading.active_count() == 1 else processes.Zygote.spawn
+                self.zygote = start(self.log_folder, llvm=warm is not None)
             worker = LLVMWorker(self.zygote.fork if self.zygote else processes.spawn_worker, self.log_folder)
         self._started.append(worker)
         return worker
@@ -194,7 +194,7 @@ class Pool:
             return  # a worker forked when needed starts at once, and inherits what this process has read by then
         with self._lock:
             alive = sum(1 for worker in self._started if worker.alive)
-            started = [self._start() for _ in range(count - alive)]
+            started = [self._start(warm) for _ in range(count - alive)]
             if warm is not None:
                 for worker in started:
                     worker.warm(warm)

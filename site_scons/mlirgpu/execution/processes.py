@@ -5,9 +5,10 @@ the child).
 A zygote is one booted process that only forks workers (and reaps them, reporting how they ended): a build
 running several compiles at once starts one and forks every worker from it, so one Python start-up and one
 import of the pipeline and the Redis client (about 0.15 s of CPU) serve all of them, at the moment the build
-itself is busiest, and the workers share the zygote's pages until they write them. A build's zygote does not
-load LLVM: its workers load it when a compile needs it, so the compiles of a clean build whose entries are
-cached start sooner (the compile server's zygote, booted once, has it). The zygote is one of ours (`spawn`, or
+itself is busiest, and the workers share the zygote's pages until they write them. A build whose workers
+get ready ahead (its compiles are not expected in a remote cache) has its zygote load LLVM once, before it forks
+them; otherwise the zygote does not load LLVM: its workers load it when a compile needs it, so the compiles of a
+clean build whose entries are cached start sooner (the compile server's zygote, booted once, has it). The zygote is one of ours (`spawn`, or
 `fork_here` from a caller running one thread), or a child of a running compile server (`from_server`), reached
 through the server's socket: a build then starts no Python or LLVM of its own. Forked workers are the zygote's
 children, not the caller's: the zygote tells the caller their pids and exit statuses. The handles give what the
@@ -116,21 +117,27 @@ class Zygote:
         self.lock = threading.Lock()  # pairs each `wait` with its answer; `fork`s are single messages
 
     @classmethod
-    def spawn(cls, log_folder=None):
+    def spawn(cls, log_folder=None, llvm=False):
+        """A zygote started on its own (a caller running other threads, which a fork could deadlock); `llvm` as
+        in `fork_here`."""
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         log_path = new_log(log_folder)
         process = _spawn(
-            _python_argv("--zygote", str(theirs.fileno()), log_path), pass_fds=[theirs.fileno()],
+            _python_argv("--zygote-llvm" if llvm else "--zygote", str(theirs.fileno()), log_path),
+            pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_python_env(),
         )
         theirs.close()
         return cls(ours, process, log_path)
 
     @classmethod
-    def fork_here(cls, log_folder=None):
+    def fork_here(cls, log_folder=None, llvm=False):
         """A zygote forked from this process, which runs no other thread and has imported part of the pipeline (a
         build tool reading its build files: SCons's emitters scan sources): it boots from there, without a new
-        interpreter's start-up and the imports made here, so the build's first compiles wait less for it."""
+        interpreter's start-up and the imports made here, so the build's first compiles wait less for it. With
+        `llvm` (a build whose workers load LLVM at once: Pool.prestart's `warm`) it loads LLVM before it forks
+        them, once for all of them, instead of each worker on its own (40 ms of CPU each, while the build
+        files are still read)."""
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         log_path = new_log(log_folder)
         parent = os.getpid()
@@ -141,7 +148,7 @@ class Zygote:
                 worker.die_with_parent(parent)
                 devnull = os.open(os.devnull, os.O_RDWR)
                 os.dup2(devnull, 0)  # never the build tool's stdin
-                worker.serve_zygote(theirs, worker.boot(log_path, LLVM_MAJOR, llvm=False))
+                worker.serve_zygote(theirs, worker.boot(log_path, LLVM_MAJOR, llvm=llvm))
             finally:
                 os._exit(1)  # never return into the build tool's code
         theirs.close()

@@ -2,8 +2,9 @@
 its caller, and the caller (an SCons thread) only waits, leaving its interpreter free for the other jobs.
 
 A worker is `python -S -m mlirgpu.execution.worker LOG MAJOR PARENT` (the protocol on its stdin and stdout), a
-fork of a zygote (`... --zygote FD LOG MAJOR PARENT`, the zygote's loop below), or a fork of a booted process
-(mlirgpu.execution.processes.fork_here). It boots (the pipeline, the Redis client, LLVM unless a zygote), then
+fork of a zygote (`... --zygote FD LOG MAJOR PARENT`, the zygote's loop below; `--zygote-llvm`: one that loads
+LLVM before it forks), or a fork of a booted process (mlirgpu.execution.processes.fork_here). It boots (the
+pipeline, the Redis client, LLVM unless a zygote without it), then
 serves requests one at a time (mlirgpu.execution.protocol), each in its caller's folder, environment, umask and
 resource limits: a worker outlives its callers (a compile server's clients, each with its own). LLVM's own
 messages go to a private log file, whose last line the caller's crash report quotes. Workers die with their
@@ -163,14 +164,15 @@ def serve_forked(fds, log_path, entry_points, one_command=False):
     serve(protocol_in, protocol_out, entry_points, one_command)
 
 
-def _serve_zygote(control_fd, log_path, expected_major, parent_pid):
-    """A zygote started on its own, by a build: boot without LLVM, then fork workers on request. The build's
-    first compiles wait for this boot, and a compile whose entry is cached (a clean build from a team's remote
-    cache) needs no LLVM; a worker that needs it loads it itself (about 40 ms and 9 MB of its own), at its first
-    compile or while the build is still read (`warm`)."""
+def _serve_zygote(control_fd, log_path, expected_major, parent_pid, llvm=False):
+    """A zygote started on its own, by a build: boot, then fork workers on request. Without `llvm` it boots
+    without LLVM: the build's first compiles wait for this boot, and a compile whose entry is cached (a clean
+    build from a team's remote cache) needs no LLVM; a worker that needs it loads it itself (about 40 ms and 9 MB
+    of its own), at its first compile. With `llvm` (a build whose workers get ready ahead) it loads LLVM once for
+    all of them."""
     die_with_parent(parent_pid)
     control = _socket.socket(fileno=control_fd)
-    serve_zygote(control, boot(log_path, expected_major, llvm=False))
+    serve_zygote(control, boot(log_path, expected_major, llvm=llvm))
 
 
 def serve_zygote(control, entry_points):
@@ -306,7 +308,8 @@ if __name__ == "__main__":
     # Serve from the package's own module object, which the pipeline imports (not this __main__ copy).
     from mlirgpu.execution import worker as _package_module
 
-    if sys.argv[1] == "--zygote":
-        _package_module._serve_zygote(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    if sys.argv[1] in ("--zygote", "--zygote-llvm"):
+        _package_module._serve_zygote(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+                                      llvm=sys.argv[1] == "--zygote-llvm")
     else:
         _package_module._serve_spawned(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
