@@ -5,14 +5,14 @@ the child).
 A zygote is one booted process that only forks workers (and reaps them, reporting how they ended): a build
 running several compiles at once starts one and forks every worker from it, so one Python start-up and one
 import of the pipeline and the Redis client (about 0.15 s of CPU) serve all of them, at the moment the build
-itself is busiest, and the workers share the zygote's pages until they write them. A build whose workers
-get ready ahead (its compiles are not expected in a remote cache) has its zygote load LLVM once, before it forks
-them; otherwise the zygote does not load LLVM: its workers load it when a compile needs it, so the compiles of a
-clean build whose entries are cached start sooner (the compile server's zygote, booted once, has it). The zygote is one of ours (`spawn`, or
-`fork_here` from a caller running one thread), or a child of a running compile server (`from_server`), reached
-through the server's socket: a build then starts no Python or LLVM of its own. Forked workers are the zygote's
-children, not the caller's: the zygote tells the caller their pids and exit statuses. The handles give what the
-caller uses of a `Popen`.
+itself is busiest, and the workers share the zygote's pages until they write them. A build whose workers get
+ready ahead (its compiles are not expected in a remote cache) has its zygote load LLVM once, before it forks
+them; otherwise the zygote does not load LLVM: its workers load it when a compile needs it, so the compiles of
+a clean build whose entries are cached start sooner (the compile server's zygote, booted once, has it). The
+zygote is one of ours (`spawn`, or `fork_here` from a caller running one thread), or a child of a running
+compile server (`from_server`), reached through the server's socket: a build then starts no Python or LLVM of
+its own. Forked workers are the zygote's children, not the caller's: the zygote tells the caller their pids and
+exit statuses. The handles give what the caller uses of a `Popen`.
 """
 import _socket  # the C module: `socket` itself costs 11 ms of start-up for the same calls
 import contextlib
