@@ -42,7 +42,6 @@ _IDENTITIES = {}
 def _signature(target, source, env):
     """Every setting that shapes the output, and the tool identities. Target, chip, features, O level and the
     lowering pipeline count only for sources with target-less modules, so changing them rebuilds only those."""
-    building()
     try:
         options = object_options(env, target, source)
     except CompileError as exc:
